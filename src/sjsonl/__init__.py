@@ -1,0 +1,44 @@
+"""sjsonl — random-access, shuffleable, resumable JSON Lines datasets for deep learning.
+
+One fast pass records where each record starts (``data.index.npy``); then ``ds[i]`` is a slice of a
+memory-mapped file and one JSON parse. No conversion step, no second copy of the data.
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLIndexer, JSONLDataset
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.jsonl")
+    >>> _ = open(path, "w").write('{"text": "hello"}\\n{"text": "world"}\\n')
+    >>> indexer = JSONLIndexer(path)
+    >>> indexer.populate_index()
+    >>> indexer.write_index_to_disk().endswith("data.index.npy")
+    True
+    >>> ds = JSONLDataset(path)
+    >>> len(ds), ds[1]
+    (2, {'text': 'world'})
+
+Layers (each knows only the one below): :mod:`sjsonl.storage` → :mod:`sjsonl.index` →
+:mod:`sjsonl.decode` → :mod:`sjsonl.dataset` → :mod:`sjsonl.sampling` → adapters → :mod:`sjsonl.cli`.
+"""
+
+from .dataset import JSONLDataset
+from .errors import (
+    DataFileError,
+    IndexFileError,
+    RecordDecodeError,
+    SJSONLError,
+    StaleIndexError,
+)
+from .indexer import JSONLIndexer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataFileError",
+    "IndexFileError",
+    "JSONLDataset",
+    "JSONLIndexer",
+    "RecordDecodeError",
+    "SJSONLError",
+    "StaleIndexError",
+    "__version__",
+]

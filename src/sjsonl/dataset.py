@@ -1,0 +1,219 @@
+"""Dataset layer: :class:`JSONLDataset`, a lazy, random-access sequence of JSON records.
+
+Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.jsonl")
+    >>> _ = open(path, "w").write('{"x": 0}\\n{"x": 1}\\n\\n{"x": 2}\\n')
+    >>> ds = JSONLDataset(path)          # builds data.index.npy beside it when missing
+    >>> len(ds), ds[0], ds[-1], ds[1:]
+    (3, {'x': 0}, {'x': 2}, [{'x': 1}, {'x': 2}])
+    >>> [r["x"] for r in ds.skip(1)]
+    [1, 2]
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
+from .source import IndexedFile
+
+PathLike = Union[str, "os.PathLike[str]"]
+_BLOCK = 8192
+
+
+class JSONLDataset:
+    """Records of one or more JSONL files, read on demand through a line index.
+
+    Args:
+        path: a file, or a list of files read as one dataset in the given order.
+        build_index_on_load: build (and save) a missing or stale index; if False, raise instead.
+        index_dir: keep the index in this directory (default: beside the data, or ``$SJSONL_INDEX_DIR``,
+            or a cache directory when the data's directory is read-only).
+        index_path: an explicit index file (single file only).
+        transform: a function applied to every record returned.
+        workers: threads for index building (default: all cores, up to 8).
+        progress: show a progress bar while indexing (default: only for large files on a terminal).
+
+    ``ds[i]`` accepts Python and numpy integers (negative count from the end); slices and integer
+    lists/arrays return lists. Every call returns a fresh object. Datasets pickle by path and remap the
+    file and index in the receiving process, so they are safe for DataLoader / MindSpore workers.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write('{"q": "a"}\\n{"q": "b"}\\n')
+        >>> ds = JSONLDataset(path)
+        >>> ds[np.int64(1)], ds[[1, 0]], ds.raw(0)
+        ({'q': 'b'}, [{'q': 'b'}, {'q': 'a'}], b'{"q": "a"}')
+    """
+
+    def __init__(
+        self,
+        path: PathLike | Sequence[PathLike],
+        build_index_on_load: bool = True,
+        *,
+        index_dir: PathLike | None = None,
+        index_path: PathLike | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        workers: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        if not paths:
+            raise ValueError("JSONLDataset needs at least one file")
+        if index_path is not None and len(paths) != 1:
+            raise ValueError("index_path names one index; it cannot serve several files")
+        self._files = [
+            IndexedFile(
+                p,
+                build_index_on_load=build_index_on_load,
+                index_dir=index_dir,
+                index_path=index_path,
+                workers=workers,
+                progress=progress,
+            )
+            for p in paths
+        ]
+        self._bounds = np.cumsum([0] + [len(f) for f in self._files], dtype=np.int64)
+        self._single = self._files[0] if len(self._files) == 1 else None
+        self._order: IndexMap | None = None
+        self._len = int(self._bounds[-1])
+        self._transform = transform
+
+    # ----------------------------------------------------------------- basics
+    @property
+    def files(self) -> list[str]:
+        """Absolute paths of the data files, in order."""
+        return [f.path for f in self._files]
+
+    @property
+    def index_paths(self) -> list[str | None]:
+        """Where each file's index lives (``None`` when it could not be saved)."""
+        return [f.index_path for f in self._files]
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __repr__(self) -> str:
+        where = self.files[0] if len(self._files) == 1 else f"{len(self._files)} files"
+        view = "" if self._order is None else f", view of {int(self._bounds[-1])}"
+        return f"JSONLDataset({where!r}, records={self._len}{view})"
+
+    # ----------------------------------------------------------------- access
+    def __getitem__(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            i = int(key)
+            n = self._len
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                raise IndexError(f"record {int(key)} out of range for a dataset of {n} records")
+            if self._order is not None:
+                i = self._order[i]
+            single = self._single
+            rec = single.record(i) if single is not None else self._record_multi(i)
+            return rec if self._transform is None else self._transform(rec)
+        if isinstance(key, slice):
+            return self._records_at_positions(np.arange(self._len, dtype=np.int64)[key])
+        positions = np.asarray(key)
+        if positions.ndim != 1 or (positions.size and positions.dtype.kind not in "iu"):
+            raise TypeError(f"dataset indices must be integers, slices or integer lists, not {key!r}")
+        positions = positions.astype(np.int64)
+        bad = (positions < -self._len) | (positions >= self._len)
+        if bad.any():
+            first = int(positions[bad][0])
+            raise IndexError(f"record {first} out of range for a dataset of {self._len} records")
+        return self._records_at_positions(np.where(positions < 0, positions + self._len, positions))
+
+    def raw(self, i: int) -> bytes:
+        """The bytes of record ``i`` (no line ending), exactly as stored."""
+        n = self._len
+        i = int(i) + (n if i < 0 else 0)
+        if not 0 <= i < n:
+            raise IndexError(f"record {i} out of range for a dataset of {n} records")
+        base = i if self._order is None else self._order[i]
+        f, j = self._locate(base)
+        return f.raw(j)
+
+    def __iter__(self) -> Iterator[Any]:
+        transform = self._transform
+        if self._order is None:
+            for f in self._files:
+                it = f.iter_records()
+                yield from (it if transform is None else map(transform, it))
+            return
+        for lo in range(0, self._len, _BLOCK):
+            yield from self._records_at_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
+
+    # ----------------------------------------------------------------- views
+    def _base_map(self) -> IndexMap:
+        return self._order if self._order is not None else IdentityMap(self._len)
+
+    def _view(self, order: IndexMap) -> JSONLDataset:
+        view = copy.copy(self)
+        view._order, view._len = order, len(order)
+        return view
+
+    def select(self, indices: Sequence[int] | np.ndarray) -> JSONLDataset:
+        """A view of the records at ``indices`` (positions in this dataset), in that order."""
+        sel = ArrayMap(indices)
+        if len(sel) and (sel.indices.min() < 0 or sel.indices.max() >= self._len):
+            raise IndexError(f"select() indices must lie in [0, {self._len})")
+        return self._view(ComposedMap(self._base_map(), sel))
+
+    def skip(self, k: int) -> JSONLDataset:
+        """A view without the first ``k`` records."""
+        return self._view(RangeMap(self._base_map(), max(0, k), self._len))
+
+    def take(self, k: int) -> JSONLDataset:
+        """A view of the first ``k`` records."""
+        return self._view(RangeMap(self._base_map(), 0, max(0, k)))
+
+    def shard(self, num_shards: int, index: int, contiguous: bool = True) -> JSONLDataset:
+        """Shard ``index`` of ``num_shards``, as 🤗 ``Dataset.shard``: contiguous blocks whose sizes differ
+        by at most one (the first ``len % num_shards`` shards get one more), or every ``num_shards``-th
+        record from ``index`` when ``contiguous=False``."""
+        if num_shards < 1 or not 0 <= index < num_shards:
+            raise ValueError(f"shard index {index} must lie in [0, {num_shards})")
+        if not contiguous:
+            return self._view(RangeMap(self._base_map(), index, self._len, num_shards))
+        div, mod = divmod(self._len, num_shards)
+        start = div * index + min(index, mod)
+        return self._view(RangeMap(self._base_map(), start, start + div + (index < mod)))
+
+    def with_transform(self, transform: Callable[[Any], Any] | None) -> JSONLDataset:
+        """The same records with ``transform`` applied to each (``None`` removes it)."""
+        view = copy.copy(self)
+        view._transform = transform
+        return view
+
+    # ----------------------------------------------------------------- internals
+    def _locate(self, base: int) -> tuple[IndexedFile, int]:
+        if self._single is not None:
+            return self._single, base
+        k = int(np.searchsorted(self._bounds, base, side="right")) - 1
+        return self._files[k], base - int(self._bounds[k])
+
+    def _record_multi(self, base: int) -> Any:
+        f, j = self._locate(base)
+        return f.record(j)
+
+    def _records_at_positions(self, positions: np.ndarray) -> list[Any]:
+        base = positions if self._order is None else self._order.take(positions)
+        if self._single is not None:
+            out = self._single.records_at(base)
+        else:
+            out = [None] * len(base)
+            which = np.searchsorted(self._bounds, base, side="right") - 1
+            for k in np.unique(which).tolist():
+                at = np.flatnonzero(which == k)
+                recs = self._files[k].records_at(base[at] - self._bounds[k])
+                for pos, rec in zip(at.tolist(), recs):
+                    out[pos] = rec
+        return out if self._transform is None else [self._transform(r) for r in out]

@@ -1,0 +1,120 @@
+"""``JSONLIndexer``: build an index explicitly and write it where you want (the seed API).
+
+Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.jsonl")
+    >>> _ = open(path, "w").write('{"a": 1}\\n{"a": 2}\\n')
+    >>> indexer = JSONLIndexer(path)
+    >>> indexer.populate_index()
+    >>> indexer.index.tolist()
+    [0, 9]
+    >>> out = indexer.write_index_to_disk()      # data.index.npy beside the data
+    >>> np.load(out).tolist()
+    [0, 9]
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+
+from .decode import JSONDecodeError, excerpt, fast_loads, loads
+from .errors import RecordDecodeError
+from .index import build_offsets, line_number_at
+from .index.build import meta_for
+from .index.store import DataStamp, write_index, write_index_somewhere
+from .storage import LocalFile
+
+MAX_REPORTED = 1000
+
+
+class InvalidRecordsError(RecordDecodeError):
+    """``check=True`` found records that are not valid JSON; ``errors`` lists them (the first 1000)."""
+
+    def __init__(self, errors: list[RecordDecodeError], total: int) -> None:
+        first = errors[0]
+        super().__init__(first.path, first.line, first.offset, first.excerpt, first.reason)
+        self.errors, self.total = errors, total
+        lines = ", ".join(str(e.line) for e in errors[:10])
+        more = f" (first lines: {lines}{', …' if total > 10 else ''})" if total > 1 else ""
+        self.args = (f"{total} invalid record(s) in {first.path}{more}; first: {first}",)
+
+    def __reduce__(self):
+        return (type(self), (self.errors, self.total))
+
+
+class JSONLIndexer:
+    """Build the record index of one JSONL file.
+
+    Args:
+        path: the data file (``~`` is expanded).
+        check: also parse every record and raise :class:`InvalidRecordsError` listing the bad lines.
+        workers: threads for scanning (default: all cores, up to 8).
+        progress: show a progress bar (default: only for large files on a terminal).
+        index_dir: where :meth:`write_index_to_disk` puts the index when no path is given.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        check: bool = False,
+        *,
+        workers: int | None = None,
+        progress: bool | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.storage = LocalFile(path)
+        self.path = self.storage.path
+        self.check = check
+        self.workers, self.progress = workers, progress
+        self.index_dir = None if index_dir is None else os.fspath(index_dir)
+        self.index: np.ndarray | None = None
+        self.stamp: DataStamp | None = None
+
+    def populate_index(self) -> None:
+        """Scan the file and record where each record starts (``self.index``)."""
+        self.index, self.stamp = build_offsets(self.storage, workers=self.workers, progress=self.progress)
+        if self.check:
+            self._check_records()
+
+    def write_index_to_disk(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Write the index atomically (building it first if needed); return where it went.
+
+        Without ``path`` it goes beside the data (``data.jsonl`` → ``data.index.npy``), or to the cache
+        directory when that is read-only or ``index_dir`` / ``$SJSONL_INDEX_DIR`` is set.
+        """
+        if self.index is None or self.stamp is None:
+            self.populate_index()
+        assert self.index is not None and self.stamp is not None
+        meta = meta_for(self.storage, self.index, self.stamp)
+        if path is not None:
+            return write_index(os.path.abspath(os.path.expanduser(os.fspath(path))), self.index, meta)
+        return write_index_somewhere(self.path, self.index, meta, self.index_dir)
+
+    def __len__(self) -> int:
+        if self.index is None:
+            raise TypeError("call populate_index() first")
+        return len(self.index)
+
+    def _check_records(self) -> None:
+        assert self.index is not None and self.stamp is not None
+        buf = self.storage.buffer()
+        bounds = [*self.index.tolist(), self.stamp.size]
+        errors: list[RecordDecodeError] = []
+        total = 0
+        for start, end in itertools.pairwise(bounds):
+            try:
+                fast_loads(buf[start:end])
+            except JSONDecodeError:
+                try:
+                    loads(buf[start:end])
+                except ValueError as exc:
+                    total += 1
+                    if len(errors) < MAX_REPORTED:
+                        data = buf[start:end]
+                        line = line_number_at(buf, start)
+                        errors.append(RecordDecodeError(self.path, line, start, excerpt(data), str(exc)))
+        if errors:
+            raise InvalidRecordsError(errors, total)

@@ -1,0 +1,100 @@
+"""Index maps: position in a view → index in the base dataset, without copying records.
+
+Every map has ``len(m)``, ``m[i]`` (a Python int) and ``m.take(positions)`` (vectorised, numpy in and
+out). Maps compose: a view of a view is a map over a map. All are picklable and use O(1) memory except
+:class:`ArrayMap`, which holds the indices it was given.
+
+Example:
+    >>> m = RangeMap(ArrayMap([5, 6, 7, 8]), start=1, stop=4, step=2)
+    >>> len(m), m[0], m.take(np.array([0, 1])).tolist()
+    (2, 6, [6, 8])
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+
+class IndexMap(Protocol):
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int) -> int: ...
+
+    def take(self, positions: np.ndarray) -> np.ndarray: ...
+
+
+class IdentityMap:
+    """Positions are indices: ``[0, n)``."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        return np.asarray(positions, dtype=np.int64)
+
+
+class ArrayMap:
+    """An explicit list of indices (``select``)."""
+
+    def __init__(self, indices) -> None:
+        arr = np.asarray(indices)
+        if arr.ndim != 1:
+            raise ValueError("indices must be one-dimensional")
+        if arr.dtype.kind not in "iu" and arr.size:
+            raise TypeError(f"indices must be integers, got {arr.dtype}")
+        self.indices = arr.astype(np.int64, copy=False)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.indices[i])
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        return self.indices[positions]
+
+
+class RangeMap:
+    """``base[start:stop:step]`` with a positive step (``skip``, ``take``, ``shard``)."""
+
+    def __init__(self, base: IndexMap, start: int, stop: int, step: int = 1) -> None:
+        start, stop, step = slice(start, stop, step).indices(len(base))
+        if step <= 0:
+            raise ValueError("step must be positive")
+        self.base, self.start, self.step = base, start, step
+        self.n = len(range(start, stop, step))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return self.base[self.start + i * self.step]
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        return self.base.take(self.start + np.asarray(positions, dtype=np.int64) * self.step)
+
+
+class ComposedMap:
+    """``outer`` positions index into ``inner``'s positions (e.g. a shuffle of a selection)."""
+
+    def __init__(self, inner: IndexMap, outer: IndexMap) -> None:
+        if len(outer) > len(inner):
+            raise ValueError("outer map is longer than the map it indexes")
+        self.inner, self.outer = inner, outer
+
+    def __len__(self) -> int:
+        return len(self.outer)
+
+    def __getitem__(self, i: int) -> int:
+        return self.inner[self.outer[i]]
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        return self.inner.take(self.outer.take(positions))

@@ -1,0 +1,138 @@
+"""One data file plus its index: records by number, raw bytes, fast sequential reads, located errors.
+
+This is the dataset layer's unit; :class:`~sjsonl.dataset.JSONLDataset` composes one or more of them.
+
+Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "wb").write(b'{"a": 1}\\n{"a": 2}\\n')
+    >>> f = IndexedFile(path)
+    >>> len(f), f.record(1), f.raw(0)
+    (2, {'a': 2}, b'{"a": 1}')
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .decode import JSONDecodeError, excerpt, fast_loads, loads
+from .errors import RecordDecodeError
+from .index import line_number_at, load_or_build_index
+from .storage import LocalFile
+
+_TRAILING_WS = b" \t\r\n"
+_BLOCK = 8192  # records per block on sequential paths
+
+
+class IndexedFile:
+    """A local JSONL file with its record offsets, opened (and the index built) on construction."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        build_index_on_load: bool = True,
+        index_dir: str | os.PathLike[str] | None = None,
+        index_path: str | os.PathLike[str] | None = None,
+        workers: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        self.storage = LocalFile(path)
+        loaded = load_or_build_index(
+            self.storage,
+            build=build_index_on_load,
+            index_dir=None if index_dir is None else os.fspath(index_dir),
+            index_path=None if index_path is None else os.fspath(index_path),
+            workers=workers,
+            progress=progress,
+        )
+        self.offsets: np.ndarray = loaded.offsets
+        self.index_path = loaded.path
+        self.end = loaded.stamp.size  # bytes past this were not indexed (e.g. appended since)
+        self.n = len(self.offsets)
+
+    @property
+    def path(self) -> str:
+        return self.storage.path
+
+    def __len__(self) -> int:
+        return self.n
+
+    def span(self, i: int) -> tuple[int, int]:
+        """Byte range of record ``i`` including any blank lines after it (JSON whitespace)."""
+        offsets = self.offsets
+        return int(offsets[i]), int(offsets[i + 1]) if i + 1 < self.n else self.end
+
+    def raw(self, i: int) -> bytes:
+        """The record's bytes, without its line ending."""
+        start, end = self.span(i)
+        return self.storage.buffer()[start:end].rstrip(_TRAILING_WS)
+
+    def record(self, i: int) -> Any:
+        offsets = self.offsets
+        start = offsets[i]
+        end = offsets[i + 1] if i + 1 < self.n else self.end
+        try:
+            return fast_loads(self.storage.buffer()[start:end])
+        except JSONDecodeError:
+            return self._slow_decode(int(start), int(end))
+
+    def _slow_decode(self, start: int, end: int) -> Any:
+        data = self.storage.buffer()[start:end]
+        try:
+            return loads(data)
+        except ValueError as exc:
+            raise self.decode_error(start, data, str(exc)) from None
+
+    def decode_error(self, start: int, data: bytes, reason: str) -> RecordDecodeError:
+        line = line_number_at(self.storage.buffer(), start)
+        return RecordDecodeError(self.path, line, start, excerpt(data), reason)
+
+    def iter_records(self, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
+        """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic."""
+        hi = self.n if hi is None else hi
+        buf = self.storage.buffer()
+        for block_lo in range(lo, hi, _BLOCK):
+            block_hi = min(hi, block_lo + _BLOCK)
+            bounds = self.offsets[block_lo : block_hi + 1].tolist()
+            if len(bounds) == block_hi - block_lo:
+                bounds.append(self.end)
+            start = bounds[0]
+            for end in bounds[1:]:
+                try:
+                    yield fast_loads(buf[start:end])
+                except JSONDecodeError:
+                    yield self._slow_decode(start, end)
+                start = end
+
+    def records_at(self, indices: np.ndarray) -> list[Any]:
+        """Records at many positions (any order), with the offsets looked up in one vectorised step."""
+        indices = np.asarray(indices, dtype=np.int64)
+        starts = self.offsets[indices].tolist()
+        nxt = indices + 1
+        last = nxt >= self.n
+        ends = self.offsets[np.where(last, 0, nxt)].astype(np.int64)
+        ends[last] = self.end
+        buf = self.storage.buffer()
+        out = []
+        for start, end in zip(starts, ends.tolist()):
+            try:
+                out.append(fast_loads(buf[start:end]))
+            except JSONDecodeError:
+                out.append(self._slow_decode(start, end))
+        return out
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        if self.index_path is not None:
+            state["offsets"] = None  # the receiving process maps the index file itself
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.offsets is None:
+            self.offsets = np.load(self.index_path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
