@@ -160,6 +160,16 @@ class JSONLDataset:
         view._order, view._len = order, len(order)
         return view
 
+    def shuffle(self, seed: int = 0, epoch: int = 0) -> JSONLDataset:
+        """A view in an exact pseudo-random order keyed by ``(seed, epoch)``, in O(1) memory.
+
+        The order is a bijection of ``[0, len)`` (see :class:`sjsonl.sampling.Permutation`); the same seed
+        and epoch give the same order in any process.
+        """
+        from .sampling.permutation import Permutation
+
+        return self._view(ComposedMap(self._base_map(), Permutation(self._len, seed=seed, epoch=epoch)))
+
     def select(self, indices: Sequence[int] | np.ndarray) -> JSONLDataset:
         """A view of the records at ``indices`` (positions in this dataset), in that order."""
         sel = ArrayMap(indices)

@@ -1,0 +1,45 @@
+"""Shared fixtures: the real-data folder beside the checkout, offline 🤗, temp index caches."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# 🤗 must never reach the network, and must not write into the user's home.
+_HF_HOME = tempfile.mkdtemp(prefix="sjsonl-hf-")
+os.environ.setdefault("HF_HOME", _HF_HOME)
+os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(_HF_HOME, "datasets"))
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("GLOG_v", "3")  # keep MindSpore quiet
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("SJSONL_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data``: real public JSONL files. Skips on a user's clone; fails in CI (SJSONL_REQUIRE_SHARED=1)."""
+    if not (SHARED_DATA / "jsonl").is_dir():
+        msg = f"real test data not found at {SHARED_DATA} (it sits beside the checkout as ../shared/data)"
+        if os.environ.get("SJSONL_REQUIRE_SHARED") == "1":
+            pytest.fail(msg + " and SJSONL_REQUIRE_SHARED=1")
+        pytest.skip(msg)
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _isolated_index_cache(tmp_path_factory, monkeypatch):
+    """Every index goes to a temp dir by default: never into ~/.cache, and never into ../shared/data
+    (CI runs as root, which may write even where the permission bits say no). Tests of the default
+    placement beside the data call ``monkeypatch.delenv("SJSONL_INDEX_DIR")`` themselves."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("SJSONL_INDEX_DIR", str(tmp_path_factory.mktemp("index")))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
