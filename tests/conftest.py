@@ -43,3 +43,18 @@ def _isolated_index_cache(tmp_path_factory, monkeypatch):
 def write_bytes(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def run_unprivileged(code: str, *args: str, env: dict | None = None):
+    """Run ``python -c code`` without the power to bypass file permissions.
+
+    CI runs as root, which reads and writes whatever the permission bits say; dropping the
+    DAC-override capabilities (util-linux ``setpriv``) makes permission checks real again."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", code, *args]
+    if os.geteuid() == 0:
+        drop = "-dac_override,-dac_read_search"
+        cmd = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)

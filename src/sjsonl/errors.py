@@ -14,7 +14,10 @@ class SJSONLError(Exception):
 
 
 class DataFileError(SJSONLError, OSError):
-    """A data file cannot be used: missing, a directory, unreadable."""
+    """A data file cannot be used: missing, a directory, unreadable. ``errno`` is set as for OSError."""
+
+    def __str__(self) -> str:  # one plain line, without OSError's "[Errno N]" prefix
+        return str(self.strerror) if self.strerror else super().__str__()
 
 
 class StaleIndexError(SJSONLError):

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
-from .errors import RecordDecodeError
+from .errors import IndexFileError, RecordDecodeError
 from .index import line_number_at, load_or_build_index
+from .index.store import load_offsets, read_meta
 from .storage import LocalFile
 
 _TRAILING_WS = b" \t\r\n"
@@ -52,6 +53,7 @@ class IndexedFile:
         )
         self.offsets: np.ndarray = loaded.offsets
         self.index_path = loaded.path
+        self.stamp = loaded.stamp
         self.end = loaded.stamp.size  # bytes past this were not indexed (e.g. appended since)
         self.n = len(self.offsets)
 
@@ -135,4 +137,9 @@ class IndexedFile:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if self.offsets is None:
-            self.offsets = np.load(self.index_path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
+            meta = read_meta(self.index_path)
+            if meta is None or meta.stamp != self.stamp or meta.records != self.n:
+                raise IndexFileError(
+                    f"index {self.index_path} changed after this dataset was pickled; reopen the dataset"
+                )
+            self.offsets = load_offsets(self.index_path, meta)

@@ -51,16 +51,18 @@ def _line_is_blank(buf, start: int, size: int) -> bool:
 class _ChunkScanner:
     """Scans one chunk at a time; per-thread scratch masks avoid a fresh allocation per chunk."""
 
-    def __init__(self, buf, size: int, dtype: np.dtype) -> None:
-        self.buf, self.size, self.dtype = buf, size, dtype
+    def __init__(self, buf, size: int, dtype: np.dtype, chunk_bytes: int) -> None:
+        self.buf, self.size, self.dtype, self.chunk_bytes = buf, size, dtype, chunk_bytes
         self.first = 3 if bytes(buf[:3]) == _BOM else 0
         self._local = threading.local()
-        self._release = isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
+        # madvise needs page-aligned ranges; chunks are, unless a caller picks an odd chunk size
+        aligned = chunk_bytes % mmap.PAGESIZE == 0
+        self._release = aligned and isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
 
     def _mask(self, n: int) -> np.ndarray:
         mask = getattr(self._local, "mask", None)
         if mask is None or len(mask) < n:
-            mask = self._local.mask = np.empty(max(n, CHUNK_BYTES), dtype=np.bool_)
+            mask = self._local.mask = np.empty(max(n, self.chunk_bytes), dtype=np.bool_)
         return mask[:n]
 
     def __call__(self, bounds: tuple[int, int]) -> np.ndarray:
@@ -87,8 +89,8 @@ class _ChunkScanner:
         first = np.empty(len(starts), dtype=np.uint8)
         inside = local < (hi - lo)
         first[inside] = data[local[inside]]
-        if not inside.all():  # the last start can sit exactly on the chunk's end
-            first[~inside] = self.buf[hi]
+        for j in np.flatnonzero(~inside):  # past the chunk's end: the BOM-shifted first line, or a start at hi
+            first[j] = self.buf[int(starts[j])]
         suspicious = (first == 0x0A) | (first == 0x20) | (first == 0x09) | (first == 0x0D)
         if not suspicious.any():
             return starts
@@ -104,6 +106,7 @@ def scan_record_starts(
     *,
     workers: int | None = None,
     on_progress: Callable[[int], None] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
 ) -> np.ndarray:
     """Start offsets of every record in ``buf[:size]``, as the smallest unsigned dtype that fits.
 
@@ -114,8 +117,8 @@ def scan_record_starts(
     dtype = offset_dtype(size)
     if size == 0:
         return np.empty(0, dtype=dtype)
-    scanner = _ChunkScanner(buf, size, dtype)
-    chunks = [(lo, min(lo + CHUNK_BYTES, size)) for lo in range(0, size, CHUNK_BYTES)]
+    scanner = _ChunkScanner(buf, size, dtype, chunk_bytes)
+    chunks = [(lo, min(lo + chunk_bytes, size)) for lo in range(0, size, chunk_bytes)]
     workers = min(workers or default_workers(), len(chunks))
     parts = []
     if workers == 1:
