@@ -57,4 +57,6 @@ def run_unprivileged(code: str, *args: str, env: dict | None = None):
     if os.geteuid() == 0:
         drop = "-dac_override,-dac_read_search"
         cmd = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)
+    full_env = {**os.environ, **(env or {})}
+    full_env = {k: v for k, v in full_env.items() if v is not None}
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=120)

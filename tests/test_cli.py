@@ -1,0 +1,55 @@
+"""The sjsonl command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from sjsonl.sample import write_corpus
+
+
+def sjsonl(*args, check=True):
+    out = subprocess.run([sys.executable, "-m", "sjsonl.cli", *map(str, args)], capture_output=True, text=True)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_index_info_get_head(tmp_path):
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 1000, kind="short", seed=2)
+    out = sjsonl("index", path).stdout
+    assert "1,000 records" in out and "MB/s" in out and ".index.npy" in out
+    info = sjsonl("info", path).stdout
+    assert "records:  1,000" in info and "status:   fresh" in info and "mean" in info
+    got = json.loads(sjsonl("get", path, 999).stdout)
+    assert got["id"] == 999
+    assert [json.loads(line)["id"] for line in sjsonl("head", path, "-n", 3).stdout.splitlines()] == [0, 1, 2]
+    two = sjsonl("get", path, 0, -1).stdout
+    assert two.count('"id"') == 2
+
+
+def test_index_check_reports_bad_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": 1}\n{"a": \n')
+    out = sjsonl("index", "--check", path, check=False)
+    assert out.returncode == 1 and f"{path}:2:" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_clear_errors(tmp_path):
+    out = sjsonl("get", tmp_path / "nope.jsonl", 0, check=False)
+    assert out.returncode == 1 and out.stderr.strip() == f"sjsonl: error: no such data file: {tmp_path / 'nope.jsonl'}"
+    path = tmp_path / "d.jsonl"
+    path.write_text("1\n")
+    out = sjsonl("get", path, 5, check=False)
+    assert out.returncode == 1 and "out of range" in out.stderr
+    other = tmp_path / "never_indexed.jsonl"
+    other.write_text("1\n")
+    out = sjsonl("info", other, "--no-build", check=False)
+    assert out.returncode == 1 and "no index" in out.stderr
+
+
+def test_demo_runs(tmp_path):
+    out = sjsonl("demo", "--dir", tmp_path, "--records", 3000).stdout
+    assert "3,000 records" in out and "µs per record" in out and (tmp_path / "sample.index.npy").exists()

@@ -1,0 +1,145 @@
+"""Index files: placement, staleness, atomic and concurrent writes, and never touching the data."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from sjsonl import JSONLDataset, JSONLIndexer, StaleIndexError
+from sjsonl.index.store import cache_index_path, default_index_path, meta_path_for
+from sjsonl.sample import write_corpus
+
+from .conftest import run_unprivileged
+
+
+def _lines(path):
+    return [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
+
+
+def test_index_beside_data_with_metadata(tmp_path, monkeypatch):
+    monkeypatch.delenv("SJSONL_INDEX_DIR")
+    path = tmp_path / "train.jsonl"
+    path.write_bytes(b"1\n2\n")
+    ds = JSONLDataset(path)
+    assert ds.index_paths == [str(tmp_path / "train.index.npy")]
+    assert os.path.exists(meta_path_for(ds.index_paths[0]))
+    assert np.load(tmp_path / "train.index.npy").tolist() == [0, 2]
+
+
+def test_index_dir_argument_and_env(tmp_path, monkeypatch):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"1\n")
+    cache = tmp_path / "cache"
+    ds = JSONLDataset(path, index_dir=cache)
+    assert ds.index_paths == [cache_index_path(str(path), str(cache))]
+    monkeypatch.setenv("SJSONL_INDEX_DIR", str(tmp_path / "env"))
+    assert JSONLDataset(path).index_paths[0].startswith(str(tmp_path / "env"))
+    assert not os.path.exists(default_index_path(str(path)))
+
+
+def test_read_only_data_directory_uses_cache(tmp_path):
+    data_dir = tmp_path / "ro"
+    data_dir.mkdir()
+    path = data_dir / "d.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n')
+    data_dir.chmod(0o555)
+    cache = tmp_path / "xdg"
+    code = "import sjsonl,sys\nds=sjsonl.JSONLDataset(sys.argv[1])\nprint(len(ds), ds[1]['a'], ds.index_paths[0])"
+    out = run_unprivileged(code, str(path), env={"SJSONL_INDEX_DIR": None, "XDG_CACHE_HOME": str(cache)})
+    count, value, where = out.stdout.split()
+    assert (count, value) == ("2", "2") and where.startswith(str(cache / "sjsonl" / "index")), out.stderr
+    assert sorted(os.listdir(data_dir)) == ["d.jsonl"]
+    data_dir.chmod(0o755)
+
+
+@pytest.mark.parametrize("change", ["same_size", "same_size_same_mtime", "append", "truncate"])
+def test_stale_index_detected_and_rebuilt(tmp_path, change):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"v": 1}\n{"v": 2}\n{"v": 3}\n')
+    assert JSONLDataset(path)[1] == {"v": 2}
+    st = os.stat(path)
+    if change.startswith("same_size"):
+        path.write_bytes(b'{"v": 7}\n{"v":88}\n{"v": 9}\n')
+        if change == "same_size_same_mtime":
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        expected = [{"v": 7}, {"v": 88}, {"v": 9}]
+    elif change == "append":
+        with open(path, "ab") as f:
+            f.write(b'{"v": 4}\n')
+        expected = [{"v": 1}, {"v": 2}, {"v": 3}, {"v": 4}]
+    else:
+        path.write_bytes(b'{"v": 1}\n{"v": 2}\n')
+        expected = [{"v": 1}, {"v": 2}]
+    assert os.path.getsize(path) == st.st_size or change in ("append", "truncate")
+    with pytest.raises(StaleIndexError, match="stale"):
+        JSONLDataset(path, build_index_on_load=False)
+    assert list(JSONLDataset(path)) == expected
+    assert list(JSONLDataset(path, build_index_on_load=False)) == expected  # rebuilt index was saved
+
+
+def test_data_file_never_modified(tmp_path, monkeypatch):
+    monkeypatch.delenv("SJSONL_INDEX_DIR")
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 3000, kind="short")
+    os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    before = (hashlib.sha256(path.read_bytes()).hexdigest(), os.stat(path).st_mtime_ns, os.stat(path).st_size)
+    indexer = JSONLIndexer(path, check=True)
+    indexer.populate_index()
+    indexer.write_index_to_disk()
+    ds = JSONLDataset(path)
+    _ = ds[5], ds[-1], list(ds.take(10)), ds.raw(3)
+    subprocess.run([sys.executable, "-m", "sjsonl.cli", "info", str(path)], check=True, capture_output=True)
+    after = (hashlib.sha256(path.read_bytes()).hexdigest(), os.stat(path).st_mtime_ns, os.stat(path).st_size)
+    assert before == after
+
+
+_BUILD_LOOP = """
+import sys
+from sjsonl import JSONLIndexer
+for _ in range(int(sys.argv[2])):
+    ix = JSONLIndexer(sys.argv[1], workers=1)
+    ix.populate_index()
+    ix.write_index_to_disk()
+print("done")
+"""
+
+
+def test_concurrent_builders_both_succeed(tmp_path, monkeypatch):
+    monkeypatch.delenv("SJSONL_INDEX_DIR")
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 200_000, kind="short")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _BUILD_LOOP, str(path), "5"], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    assert [p.communicate(timeout=300)[0].strip() for p in procs] == ["done", "done"]
+    assert [p.returncode for p in procs] == [0, 0]
+    ds = JSONLDataset(path, build_index_on_load=False)
+    assert len(ds) == 200_000 and ds[123_456]["id"] == 123_456
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+def test_sigkill_during_write_never_leaves_a_torn_index(tmp_path, monkeypatch):
+    monkeypatch.delenv("SJSONL_INDEX_DIR")
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 400_000, kind="short")
+    expected = JSONLIndexer(path)
+    expected.populate_index()
+    index_file = tmp_path / "d.index.npy"
+    rng = np.random.default_rng(0)
+    for trial in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", _BUILD_LOOP, str(path), "1000"])
+        time.sleep(0.3 + float(rng.random()) * 1.2)  # interpreter start-up, then somewhere in the loop
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if index_file.exists():  # an old or new index, whole: np.load reads it and it is right
+            assert np.array_equal(np.load(index_file), expected.index), f"trial {trial}"
+        ds = JSONLDataset(path, build_index_on_load=True)
+        assert len(ds) == 400_000 and ds[399_999]["id"] == 399_999
