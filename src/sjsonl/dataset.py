@@ -20,6 +20,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from .decode import JSONDecodeError, fast_loads
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 from .source import IndexedFile
 
@@ -85,6 +86,8 @@ class JSONLDataset:
         self._order: IndexMap | None = None
         self._len = int(self._bounds[-1])
         self._transform = transform
+        self._plain = self._single is not None and transform is None
+        self._hot: tuple | None = None  # per-process read state (see IndexedFile.hot_state)
 
     # ----------------------------------------------------------------- basics
     @property
@@ -107,13 +110,25 @@ class JSONLDataset:
 
     # ----------------------------------------------------------------- access
     def __getitem__(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        if type(key) is int or (isinstance(key, np.integer) and not isinstance(key, bool)):
             i = int(key)
             n = self._len
             if i < 0:
                 i += n
-            if not 0 <= i < n:
+            if i >= n or i < 0:
                 raise IndexError(f"record {int(key)} out of range for a dataset of {n} records")
+            if self._plain:  # the hot path: one file, no view, no transform; record() inlined
+                hot = self._hot
+                if hot is None:
+                    hot = self._hot = self._single.hot_state()  # type: ignore[union-attr]
+                buf, bounds, last, end = hot
+                start = bounds[i]
+                if i < last:
+                    end = bounds[i + 1]
+                try:
+                    return fast_loads(buf[start:end])
+                except JSONDecodeError:
+                    return self._single.record(i)  # type: ignore[union-attr]  # locates the error
             if self._order is not None:
                 i = self._order[i]
             single = self._single
@@ -151,13 +166,16 @@ class JSONLDataset:
         for lo in range(0, self._len, _BLOCK):
             yield from self._records_at_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_hot": None}  # the map is reopened by the receiving process
+
     # ----------------------------------------------------------------- views
     def _base_map(self) -> IndexMap:
         return self._order if self._order is not None else IdentityMap(self._len)
 
     def _view(self, order: IndexMap) -> JSONLDataset:
         view = copy.copy(self)
-        view._order, view._len = order, len(order)
+        view._order, view._len, view._plain = order, len(order), False
         return view
 
     def shuffle(self, seed: int = 0, epoch: int = 0) -> JSONLDataset:
@@ -201,6 +219,7 @@ class JSONLDataset:
         """The same records with ``transform`` applied to each (``None`` removes it)."""
         view = copy.copy(self)
         view._transform = transform
+        view._plain = self._single is not None and self._order is None and transform is None
         return view
 
     # ----------------------------------------------------------------- internals

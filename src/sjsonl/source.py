@@ -56,6 +56,7 @@ class IndexedFile:
         self.stamp = loaded.stamp
         self.end = loaded.stamp.size  # bytes past this were not indexed (e.g. appended since)
         self.n = len(self.offsets)
+        self._hot: tuple[Any, memoryview, int, int] | None = None
 
     @property
     def path(self) -> str:
@@ -74,12 +75,24 @@ class IndexedFile:
         start, end = self.span(i)
         return self.storage.buffer()[start:end].rstrip(_TRAILING_WS)
 
+    def hot_state(self) -> tuple[Any, memoryview, int, int]:
+        """(map, offsets as a memoryview, last record number, end of data) for the hot read path.
+
+        A memoryview yields Python ints, cheaper to slice with than numpy scalars. Cached per process:
+        pickling drops it (see ``__getstate__``)."""
+        hot = self._hot
+        if hot is None:
+            hot = self._hot = (self.storage.buffer(), memoryview(self.offsets), self.n - 1, self.end)
+        return hot
+
     def record(self, i: int) -> Any:
-        offsets = self.offsets
-        start = offsets[i]
-        end = offsets[i + 1] if i + 1 < self.n else self.end
+        """Record ``i`` (``0 <= i < n``, checked by the caller): one slice of the map, one parse."""
+        buf, bounds, last, end = self.hot_state()
+        start = bounds[i]
+        if i < last:
+            end = bounds[i + 1]
         try:
-            return fast_loads(self.storage.buffer()[start:end])
+            return fast_loads(buf[start:end])
         except JSONDecodeError:
             return self._slow_decode(int(start), int(end))
 
@@ -130,6 +143,7 @@ class IndexedFile:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
+        state["_hot"] = None
         if self.index_path is not None:
             state["offsets"] = None  # the receiving process maps the index file itself
         return state

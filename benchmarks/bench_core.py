@@ -1,0 +1,267 @@
+"""Foundation benchmarks: index build, random access, sequential iteration, open time, peak RSS.
+
+Every ratio compares against a baseline measured in the same run: ``wc -l``, a plain readline indexer,
+a bare memory map + ``orjson.loads``, seek + readline + ``json.loads``, an orjson line loop, 🤗 datasets.
+
+    python benchmarks/bench_core.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import mmap
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import orjson
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import corpus, markdown_table, median_seconds
+from sjsonl import JSONLDataset, JSONLIndexer
+from sjsonl.index.scan import CHUNK_BYTES, _ChunkScanner, offset_dtype
+
+
+def wc_l(path) -> None:
+    subprocess.run(["wc", "-l", str(path)], check=True, capture_output=True)
+
+
+def readline_indexer(path) -> list[int]:
+    offsets, pos = [], 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                offsets.append(pos)
+            pos += len(line)
+    return offsets
+
+
+def _scan_in_process(args):
+    path, lo, hi, size = args
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return _ChunkScanner(mm, size, offset_dtype(size), CHUNK_BYTES)((lo, hi))
+
+
+def process_indexer(path, pool: ProcessPoolExecutor) -> np.ndarray:
+    """The same chunk scanner run in worker processes: the alternative to threads we measured."""
+    size = os.path.getsize(path)
+    chunks = [(str(path), lo, min(lo + CHUNK_BYTES, size), size) for lo in range(0, size, CHUNK_BYTES)]
+    return np.concatenate(list(pool.map(_scan_in_process, chunks, chunksize=4)))
+
+
+def peak_rss_mb(code: str) -> float:
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+_RSS = "import resource,sys\n{body}\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024)"
+
+
+def bench_index(path, label: str) -> list[dict]:
+    wc = median_seconds(lambda: wc_l(path))
+    ours = median_seconds(lambda: JSONLIndexer(path).populate_index())
+    one = median_seconds(lambda: JSONLIndexer(path, workers=1).populate_index())
+    with ProcessPoolExecutor(2) as pool:
+        procs = median_seconds(lambda: process_indexer(path, pool))
+    readline = median_seconds(lambda: readline_indexer(path), repeats=3)
+    size = os.path.getsize(path)
+    rss_base = peak_rss_mb(_RSS.format(body="import numpy, orjson, sjsonl"))
+    rss_ours = peak_rss_mb(
+        _RSS.format(body=f"import sjsonl\nsjsonl.JSONLIndexer({str(path)!r}).populate_index()")
+    )
+    n = len(readline_indexer(path)) if size < (64 << 20) else None
+    rows = [
+        {
+            "benchmark": f"index build, {label}",
+            "variant": "`wc -l` (baseline)",
+            "median": f"{wc:.3f} s",
+            "ratio": "1.00×",
+            "note": f"{size / wc / 1e9:.2f} GB/s",
+        },
+        {
+            "benchmark": f"index build, {label}",
+            "variant": "sjsonl, 2 threads",
+            "median": f"{ours:.3f} s",
+            "ratio": f"{ours / wc:.2f}× wc",
+            "note": f"{size / ours / 1e9:.2f} GB/s",
+        },
+        {
+            "benchmark": f"index build, {label}",
+            "variant": "sjsonl, 1 thread",
+            "median": f"{one:.3f} s",
+            "ratio": f"{one / wc:.2f}× wc",
+            "note": "",
+        },
+        {
+            "benchmark": f"index build, {label}",
+            "variant": "same scan, 2 processes",
+            "median": f"{procs:.3f} s",
+            "ratio": f"{procs / wc:.2f}× wc",
+            "note": "threads kept: faster",
+        },
+        {
+            "benchmark": f"index build, {label}",
+            "variant": "readline indexer",
+            "median": f"{readline:.3f} s",
+            "ratio": f"{readline / wc:.2f}× wc",
+            "note": f"sjsonl is {readline / ours:.1f}× faster",
+        },
+        {
+            "benchmark": f"index build, {label}",
+            "variant": "peak RSS while indexing",
+            "median": f"{rss_ours:.0f} MB",
+            "ratio": "",
+            "note": f"interpreter+imports alone: {rss_base:.0f} MB",
+        },
+    ]
+    if n is not None:
+        rows[0]["note"] += f", {n:,} records"
+    return rows
+
+
+def bench_access(path, label: str, n_reads: int = 200_000) -> list[dict]:
+    indexer = JSONLIndexer(path)
+    indexer.write_index_to_disk()
+    open_s = median_seconds(lambda: JSONLDataset(path, build_index_on_load=False), repeats=21)
+    ds = JSONLDataset(path)
+    picks = np.random.default_rng(0).integers(0, len(ds), size=n_reads).tolist()
+    bounds = [*indexer.index.tolist(), os.path.getsize(path)]
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def bare():
+        for i in picks:
+            orjson.loads(mm[bounds[i] : bounds[i + 1]])
+
+    def ours():
+        for i in picks:
+            ds[i]
+
+    def seek_readline():
+        with open(path, "rb") as f:
+            for i in picks:
+                f.seek(bounds[i])
+                json.loads(f.readline())
+
+    def line_loop():
+        with open(path, "rb") as f:
+            for line in f:
+                orjson.loads(line)
+
+    def iterate():
+        for _ in ds:
+            pass
+
+    t_bare, t_ours = median_seconds(bare), median_seconds(ours)
+    t_seek = median_seconds(seek_readline, repeats=3)
+    t_loop, t_iter = median_seconds(line_loop), median_seconds(iterate)
+    us = 1e6 / n_reads
+    return [
+        {
+            "benchmark": f"random `ds[i]`, {label}",
+            "variant": "bare mmap slice + orjson (baseline)",
+            "median": f"{t_bare * us:.2f} µs",
+            "ratio": "1.00×",
+            "note": "",
+        },
+        {
+            "benchmark": f"random `ds[i]`, {label}",
+            "variant": "sjsonl `ds[i]`",
+            "median": f"{t_ours * us:.2f} µs",
+            "ratio": f"{t_ours / t_bare:.2f}× bare",
+            "note": "",
+        },
+        {
+            "benchmark": f"random `ds[i]`, {label}",
+            "variant": "seek + readline + json.loads",
+            "median": f"{t_seek * us:.2f} µs",
+            "ratio": f"{t_seek / t_bare:.2f}× bare",
+            "note": "",
+        },
+        {
+            "benchmark": f"sequential, {label}",
+            "variant": "orjson line loop (baseline)",
+            "median": f"{len(ds) / t_loop / 1e3:,.0f} k rec/s",
+            "ratio": "1.00×",
+            "note": "",
+        },
+        {
+            "benchmark": f"sequential, {label}",
+            "variant": "`for r in ds`",
+            "median": f"{len(ds) / t_iter / 1e3:,.0f} k rec/s",
+            "ratio": f"{t_loop / t_iter:.2f}× speed",
+            "note": "",
+        },
+        {
+            "benchmark": f"open with index, {label}",
+            "variant": "`JSONLDataset(path)`",
+            "median": f"{open_s * 1e3:.2f} ms",
+            "ratio": "",
+            "note": f"{len(ds):,} records",
+        },
+    ]
+
+
+def bench_hf(path, label: str, n_reads: int = 20_000) -> list[dict]:
+    try:
+        import datasets
+    except ImportError:
+        return []
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    datasets.disable_progress_bars()
+    wc = median_seconds(lambda: wc_l(path))
+    cache = tempfile.mkdtemp(prefix="sjsonl-bench-hf-")
+    t_load = median_seconds(
+        lambda: datasets.load_dataset(
+            "json", data_files=str(path), split="train", cache_dir=tempfile.mkdtemp(dir=cache)
+        ),
+        repeats=1,
+        warmup=0,
+    )
+    hf = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=cache)
+    ds = JSONLDataset(path)
+    picks = np.random.default_rng(1).integers(0, len(ds), size=n_reads).tolist()
+    t_hf = median_seconds(lambda: [hf[i] for i in picks], repeats=3)
+    t_ours = median_seconds(lambda: [ds[i] for i in picks], repeats=3)
+    t_index = median_seconds(lambda: JSONLIndexer(path).populate_index())
+    return [
+        {
+            "benchmark": f"🤗 datasets, {label}",
+            "variant": '`load_dataset("json")` (Arrow conversion)',
+            "median": f"{t_load:.2f} s",
+            "ratio": f"{t_load / wc:.0f}× wc",
+            "note": f"sjsonl index: {t_index:.3f} s ({t_load / t_index:.0f}× faster), 1 run",
+        },
+        {
+            "benchmark": f"🤗 datasets, {label}",
+            "variant": "🤗 `ds[i]` random",
+            "median": f"{t_hf / n_reads * 1e6:.1f} µs",
+            "ratio": f"{t_hf / t_ours:.1f}× sjsonl",
+            "note": f"sjsonl: {t_ours / n_reads * 1e6:.2f} µs",
+        },
+    ]
+
+
+def run(quick: bool = False) -> list[dict]:
+    long_path = corpus("long", (64 if quick else 1024) << 20)
+    short_path = corpus("short", (16 if quick else 256) << 20)
+    long_label = "long records, " + ("64 MiB" if quick else "1 GiB")
+    short_label = "short records, " + ("16 MiB" if quick else "256 MiB")
+    rows = bench_index(long_path, long_label) + bench_index(short_path, short_label)
+    rows += bench_access(short_path, short_label) + bench_access(long_path, long_label, 50_000)
+    rows += bench_hf(short_path, short_label)
+    return rows
+
+
+COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small corpora, for a smoke run")
+    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
