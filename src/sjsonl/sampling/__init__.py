@@ -1,5 +1,29 @@
-"""Sampling layer: the order records are visited in — views, permutations, shards, resumable state."""
+"""Sampling layer: the order records are visited in — views, permutations, shards, resumable state.
 
+Example:
+    >>> import numpy as np
+    >>> from sjsonl.sampling import Permutation, shard_order
+    >>> p = Permutation(8, seed=1)
+    >>> sorted(p.take(shard_order(8, num_replicas=2, rank=0).take(np.arange(4))).tolist() +
+    ...        p.take(shard_order(8, num_replicas=2, rank=1).take(np.arange(4))).tolist())
+    [0, 1, 2, 3, 4, 5, 6, 7]
+"""
+
+from .distributed import Cursor, PaddedMap, epoch_order, iter_blocks, per_rank, shard_order
 from .maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
+from .permutation import Permutation
 
-__all__ = ["ArrayMap", "ComposedMap", "IdentityMap", "IndexMap", "RangeMap"]
+__all__ = [
+    "ArrayMap",
+    "ComposedMap",
+    "Cursor",
+    "IdentityMap",
+    "IndexMap",
+    "PaddedMap",
+    "Permutation",
+    "RangeMap",
+    "epoch_order",
+    "iter_blocks",
+    "per_rank",
+    "shard_order",
+]

@@ -1,0 +1,185 @@
+"""Splitting one epoch's order across ranks and workers, and resuming mid-epoch — pure numpy, no torch.
+
+The layout follows ``torch.utils.data.DistributedSampler`` exactly, so sjsonl's sampler is a drop-in:
+
+1. the epoch's order over ``n`` records is the identity or ``Permutation(n, seed, epoch)``;
+2. it is made a multiple of ``num_replicas`` long — padded by repeating it from its start
+   (``drop_last=False``: every rank gets ``ceil(n / R)``) or cut at the end (``drop_last=True``: every
+   rank gets ``floor(n / R)``). Every rank gets the same count, so DDP collectives never wait on a rank
+   that ran out of data;
+3. rank ``r`` takes every ``R``-th position from ``r``; DataLoader worker ``w`` of ``W`` takes every
+   ``W``-th of its rank's positions from ``w`` (worker counts differ by at most one).
+
+Each step is an O(1)-memory :mod:`index map <sjsonl.sampling.maps>`, so a shard of a 10⁹-record
+dataset costs a few hundred bytes; :func:`iter_blocks` walks one in numpy blocks.
+
+:class:`Cursor` is the resumable part: how far the current pass got, and what a saved state restores.
+
+Example:
+    >>> order = shard_order(10, num_replicas=3, rank=1)   # unshuffled: positions 1, 4, 7, then padding
+    >>> len(order), order.take(np.arange(len(order))).tolist()
+    (4, [1, 4, 7, 0])
+    >>> [b.tolist() for b in iter_blocks(shard_order(10, 3, 1, drop_last=True), start=1, block=1)]
+    [[4], [7]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .maps import IdentityMap, IndexMap, RangeMap
+from .permutation import Permutation
+
+BLOCK = 8192
+
+
+def per_rank(n: int, num_replicas: int, drop_last: bool = False) -> int:
+    """Records each rank gets: ``ceil(n / R)`` (padded), or ``floor(n / R)`` with ``drop_last``.
+
+    Example:
+        >>> per_rank(10, 3), per_rank(10, 3, drop_last=True), per_rank(0, 2)
+        (4, 3, 0)
+    """
+    if num_replicas < 1:
+        raise ValueError(f"num_replicas must be >= 1, got {num_replicas}")
+    return n // num_replicas if drop_last else -(-n // num_replicas)
+
+
+class PaddedMap:
+    """``base`` repeated from its start to ``size`` positions (or cut to ``size``): position ``p`` →
+    ``base[p % len(base)]`` — torch's padding rule, without building the padded list.
+
+    Example:
+        >>> PaddedMap(IdentityMap(3), 7).take(np.arange(7)).tolist()
+        [0, 1, 2, 0, 1, 2, 0]
+    """
+
+    def __init__(self, base: IndexMap, size: int) -> None:
+        if size and not len(base):
+            raise ValueError("cannot pad an empty order")
+        self.base, self.n, self._m = base, int(size), len(base)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return self.base[i % self._m]
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        pos = np.asarray(positions, dtype=np.int64)
+        return self.base.take(pos % self._m if self.n > self._m else pos)
+
+
+def epoch_order(n: int, shuffle: bool = True, seed: int = 0, epoch: int = 0) -> IndexMap:
+    """The order of one epoch over ``[0, n)``: a :class:`Permutation` or the identity.
+
+    Example:
+        >>> epoch_order(4, shuffle=False).take(np.arange(4)).tolist()
+        [0, 1, 2, 3]
+    """
+    return Permutation(n, seed=seed, epoch=epoch) if shuffle else IdentityMap(n)
+
+
+def shard_order(
+    order: IndexMap | int,
+    num_replicas: int = 1,
+    rank: int = 0,
+    drop_last: bool = False,
+    num_workers: int = 1,
+    worker: int = 0,
+) -> IndexMap:
+    """The part of ``order`` (an index map, or ``n`` for ``range(n)``) that ``rank``/``worker`` visits.
+
+    Same layout as ``torch.utils.data.DistributedSampler`` (padding by wrapping, rank striding), then a
+    round-robin split across ``num_workers``. O(1) memory.
+
+    Example:
+        >>> [shard_order(5, 2, r).take(np.arange(3)).tolist() for r in (0, 1)]
+        [[0, 2, 4], [1, 3, 0]]
+        >>> [shard_order(5, 2, 0, num_workers=2, worker=w).take(np.arange(2 - w)).tolist() for w in (0, 1)]
+        [[0, 4], [2]]
+    """
+    if isinstance(order, (int, np.integer)):
+        order = IdentityMap(int(order))
+    if not 0 <= rank < num_replicas:
+        raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+    if not 0 <= worker < num_workers:
+        raise ValueError(f"Invalid worker {worker}, worker should be in the interval [0, {num_workers - 1}]")
+    total = per_rank(len(order), num_replicas, drop_last) * num_replicas
+    padded: IndexMap = order if total == len(order) else PaddedMap(order, total)
+    mine: IndexMap = padded if num_replicas == 1 else RangeMap(padded, rank, total, num_replicas)
+    return mine if num_workers == 1 else RangeMap(mine, worker, len(mine), num_workers)
+
+
+def iter_blocks(order: IndexMap, start: int = 0, block: int = BLOCK) -> Iterator[np.ndarray]:
+    """``order``'s indices from position ``start`` on, as int64 arrays of up to ``block`` values.
+
+    Example:
+        >>> [b.tolist() for b in iter_blocks(IdentityMap(5), start=1, block=3)]
+        [[1, 2, 3], [4]]
+    """
+    n = len(order)
+    for lo in range(max(0, start), n, block):
+        yield order.take(np.arange(lo, min(n, lo + block), dtype=np.int64))
+
+
+class Cursor:
+    """Where a resumable pass stands: its epoch, how many items it has yielded, and a pending resume.
+
+    ``begin(length)`` starts a pass (called eagerly by ``__iter__``); the pass reports each item with
+    ``yielded += 1``. ``state_dict()`` records ``(epoch, yielded)`` plus identity fields that must match on
+    load. ``load_state_dict`` makes the *next* ``begin`` continue the saved pass:
+
+    - a pass saved part-way restores its epoch and resumes after the last item yielded;
+    - a pass saved complete resumes as an empty remainder and leaves the epoch as set, so the pass after it
+      uses whatever ``set_epoch`` chose (this is what StatefulDataLoader needs both when it was saved just
+      before and just after ``StopIteration``);
+    - ``set_epoch`` to a different epoch than the saved one drops the pending resume.
+
+    Example:
+        >>> c = Cursor(); c.begin(5); c.yielded += 2
+        0
+        >>> s = c.state_dict(n=5); d = Cursor(); d.load_state_dict(s, length=5, n=5); d.begin(5)
+        2
+    """
+
+    def __init__(self) -> None:
+        self.epoch = 0  # the epoch the next pass uses
+        self.pass_epoch = 0  # the epoch of the current (or last) pass
+        self.yielded = 0
+        self._resume: tuple[int, int] | None = None  # (epoch, start) for the next begin()
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+        if self._resume is not None and self._resume[0] != self.epoch:
+            self._resume = None
+
+    def begin(self, length: int) -> int:
+        """Start a pass over ``length`` items; returns the position to start from."""
+        start = 0
+        if self._resume is not None:
+            self.epoch, start = self._resume
+            self._resume = None
+        self.pass_epoch, self.yielded = self.epoch, min(start, length)
+        return self.yielded
+
+    def state_dict(self, **identity: Any) -> dict[str, Any]:
+        return {"epoch": self.pass_epoch, "yielded": self.yielded, **identity}
+
+    def load_state_dict(self, state: dict[str, Any], length: int, **identity: Any) -> None:
+        for key, want in identity.items():
+            if key in state and state[key] != want:
+                raise ValueError(
+                    f"cannot resume: saved state has {key}={state[key]!r} but this object has {key}={want!r}"
+                )
+        yielded = int(state["yielded"])
+        if not 0 <= yielded <= length:
+            raise ValueError(f"cannot resume: saved position {yielded} is outside [0, {length}]")
+        if yielded < length:
+            self.epoch = int(state["epoch"])
+            self._resume = (self.epoch, yielded)
+        else:
+            self._resume = (self.epoch, length)

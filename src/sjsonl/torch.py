@@ -1,0 +1,313 @@
+"""PyTorch adapter: a drop-in ``DistributedSampler``, a rank- and worker-sharded ``IterableDataset``, and a
+collate function for JSON records. Both samplers resume exactly under torchdata's ``StatefulDataLoader``.
+
+A :class:`~sjsonl.JSONLDataset` is already a map-style dataset: hand it to ``torch.utils.data.DataLoader``
+directly (any worker count, ``fork`` or ``spawn``; it pickles by path). Use :class:`DistributedSampler` for
+DDP, or :class:`IterableDataset` when you want each rank and worker to read its own share in order.
+
+Orders are exact shuffles in O(1) memory (:class:`~sjsonl.sampling.Permutation`): for ``shuffle=True``,
+``seed``/``epoch`` give the same order as ``JSONLDataset.shuffle(seed, epoch)``, split across ranks
+exactly as ``torch.utils.data.DistributedSampler`` splits its order (see :mod:`sjsonl.sampling.distributed`).
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLDataset
+    >>> from sjsonl.sample import write_corpus
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> write_corpus(path, n_records=10)
+    10
+    >>> ds = JSONLDataset(path)
+    >>> loader = torch.utils.data.DataLoader(ds, batch_size=4, collate_fn=collate_records,
+    ...                                      sampler=DistributedSampler(ds, num_replicas=2, rank=0))
+    >>> [len(b["id"]) for b in loader]
+    [4, 1]
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .errors import require
+
+require("torch", "torch")  # raises MissingDependencyError naming the extra when torch is absent
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.utils.data  # noqa: E402
+from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler  # noqa: E402
+
+from .dataset import JSONLDataset  # noqa: E402
+from .sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
+from .sampling.permutation import Permutation  # noqa: E402
+
+__all__ = ["DistributedSampler", "IterableDataset", "collate_records"]
+
+
+def _epoch_perm(n: int, shuffle: bool, seed: int, epoch: int) -> Permutation | None:
+    return Permutation(n, seed=seed, epoch=epoch) if shuffle else None
+
+
+class DistributedSampler(_TorchDistributedSampler):
+    """``torch.utils.data.DistributedSampler`` in O(1) memory, resumable mid-epoch.
+
+    Same arguments, attributes (``num_samples``, ``total_size``, ``epoch`` …), errors and layout as torch's:
+    without ``drop_last`` the order is padded by repeating it from its start until it divides evenly,
+    with ``drop_last`` its tail is dropped; rank ``r`` takes ``order[r:total_size:num_replicas]``;
+    ``num_replicas``/``rank`` default to the initialised ``torch.distributed`` group. With
+    ``shuffle=False`` the indices are identical to torch's; with ``shuffle=True`` the order is
+    ``Permutation(len(dataset), seed, epoch)`` (the order of ``JSONLDataset.shuffle(seed, epoch)``)
+    instead of ``torch.randperm`` — same structure, different (and never materialised) shuffle.
+
+    ``state_dict()``/``load_state_dict()`` make ``torchdata``'s ``StatefulDataLoader`` resume exactly:
+    the state is the current pass's epoch and the number of indices handed out. Loading it makes the next
+    ``iter()`` continue that pass (restoring its epoch); a state saved at the end of a pass restores
+    nothing but an empty remainder, so the following pass uses the epoch you ``set_epoch``. Calling
+    ``set_epoch`` with another epoch after loading discards the pending resume.
+
+    Example:
+        >>> s = DistributedSampler(range(10), num_replicas=3, rank=2, shuffle=False)
+        >>> list(s), len(s), s.total_size
+        ([2, 5, 8, 1], 4, 12)
+        >>> s = DistributedSampler(range(10), num_replicas=3, rank=2, seed=7)
+        >>> it = iter(s); first = [next(it), next(it)]; state = s.state_dict()
+        >>> s2 = DistributedSampler(range(10), num_replicas=3, rank=2, seed=7); s2.load_state_dict(state)
+        >>> first + list(s2) == list(s)
+        True
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        self._cursor = Cursor()  # before super().__init__, which assigns self.epoch
+        super().__init__(dataset, num_replicas, rank, shuffle, seed, drop_last)
+        self._n = len(dataset)
+
+    @property
+    def epoch(self) -> int:
+        return self._cursor.epoch
+
+    @epoch.setter
+    def epoch(self, value: int) -> None:
+        self._cursor.set_epoch(value)
+
+    def __iter__(self) -> Iterator[int]:
+        # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
+        start = self._cursor.begin(self.num_samples)
+        positions = shard_order(self._n, self.num_replicas, self.rank, self.drop_last)
+        perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
+        return self._generate(positions, start, perm)
+
+    def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[int]:
+        cursor = self._cursor
+        for block in iter_blocks(positions, start):
+            for i in (block if perm is None else perm.take(block)).tolist():
+                cursor.yielded += 1
+                yield i
+
+    def _identity(self) -> dict[str, Any]:
+        return {
+            "n": self._n,
+            "num_replicas": self.num_replicas,
+            "rank": self.rank,
+            "shuffle": bool(self.shuffle),
+            "seed": int(self.seed),
+            "drop_last": bool(self.drop_last),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"epoch", "yielded"}`` of the current pass plus the layout it belongs to (checked on load)."""
+        return self._cursor.state_dict(**self._identity())
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Make the next ``iter()`` continue the saved pass; raises ``ValueError`` for another layout."""
+        self._cursor.load_state_dict(state_dict, self.num_samples, **self._identity())
+
+
+class IterableDataset(torch.utils.data.IterableDataset):
+    """Records of a dataset in a (shuffled) order, split across ranks and DataLoader workers, resumable.
+
+    Args:
+        dataset: a :class:`~sjsonl.JSONLDataset` (or view), or any sized sequence.
+        shuffle, seed: the order of epoch ``e`` is ``Permutation(len(dataset), seed, e)``, as
+            ``dataset.shuffle(seed, e)``; with ``shuffle=False`` the file order.
+        drop_last: how a length that does not divide across ranks is evened out — as
+            ``DistributedSampler``: ``False`` pads by repeating the order from its start (each rank gets
+            ``ceil(n / R)`` records), ``True`` drops the tail (``floor(n / R)``). Either way every rank
+            yields the same number of records, so DDP never hangs on a rank that ran out.
+        num_replicas, rank: default to the initialised ``torch.distributed`` group, else 1 and 0 (read
+            when needed, and fixed when the dataset is pickled to spawned workers).
+        block_size: records fetched (and decoded) per step.
+
+    Rank ``r`` takes every ``R``-th record of the evened order from ``r``; DataLoader worker ``w`` of
+    ``W`` takes every ``W``-th of those from ``w`` (worker shares differ by at most one; ranks run the
+    same worker count, so every rank still yields the same batches). Within a rank nothing repeats except
+    the documented padding and nothing is skipped except the dropped tail. ``len()`` is the rank's count.
+
+    ``set_epoch(e)`` selects the next pass's order (with ``persistent_workers=True`` the workers keep the
+    epoch they were started with — use non-persistent workers or a fresh loader per epoch).
+    ``state_dict()``/``load_state_dict()`` hold the pass's epoch and the records this worker yielded;
+    ``StatefulDataLoader`` saves them per worker and restores each worker exactly (same rules as
+    :class:`DistributedSampler`).
+
+    Example:
+        >>> ds = IterableDataset(list("abcde"), shuffle=False, num_replicas=2, rank=1)
+        >>> list(ds), len(ds)
+        (['b', 'd', 'a'], 3)
+    """
+
+    def __init__(
+        self,
+        dataset: JSONLDataset | Sequence[Any],
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        block_size: int = BLOCK,
+    ) -> None:
+        self.dataset, self.shuffle, self.seed, self.drop_last = dataset, bool(shuffle), int(seed), drop_last
+        self.block_size = int(block_size)
+        self._n = len(dataset)
+        self._replicas, self._rank = num_replicas, rank
+        self._cursor = Cursor()
+        if dist.is_available() and dist.is_initialized():
+            self._replicas, self._rank = self._world()
+        self._world()  # validate early
+
+    # ----------------------------------------------------------------- layout
+    def _world(self) -> tuple[int, int]:
+        replicas, rank = self._replicas, self._rank
+        initialised = dist.is_available() and dist.is_initialized()
+        if replicas is None:
+            replicas = dist.get_world_size() if initialised else 1
+        if rank is None:
+            rank = dist.get_rank() if initialised else 0
+        if not 0 <= rank < replicas:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {replicas - 1}]")
+        return replicas, rank
+
+    @staticmethod
+    def _worker() -> tuple[int, int]:
+        info = torch.utils.data.get_worker_info()
+        return (1, 0) if info is None else (info.num_workers, info.id)
+
+    def _positions(self) -> Any:
+        replicas, rank = self._world()
+        workers, worker = self._worker()
+        return shard_order(self._n, replicas, rank, self.drop_last, workers, worker)
+
+    @property
+    def epoch(self) -> int:
+        return self._cursor.epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use epoch ``epoch``'s order from the next pass on (call it on every rank, before iterating)."""
+        self._cursor.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        replicas, _ = self._world()
+        return per_rank(self._n, replicas, self.drop_last)
+
+    # ----------------------------------------------------------------- iteration
+    def __iter__(self) -> Iterator[Any]:
+        positions = self._positions()
+        # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
+        start = self._cursor.begin(len(positions))
+        perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
+        return self._generate(positions, start, perm)
+
+    def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[Any]:
+        cursor = self._cursor
+        for block in iter_blocks(positions, start, self.block_size):
+            for rec in self._fetch(block if perm is None else perm.take(block)):
+                cursor.yielded += 1
+                yield rec
+
+    def _fetch(self, indices: np.ndarray) -> list[Any]:
+        if isinstance(self.dataset, JSONLDataset):
+            return self.dataset[indices]  # one vectorised offset lookup per block
+        return [self.dataset[i] for i in indices.tolist()]
+
+    # ----------------------------------------------------------------- state
+    def _identity(self) -> dict[str, Any]:
+        replicas, rank = self._world()
+        workers, worker = self._worker()
+        return {
+            "n": self._n,
+            "num_replicas": replicas,
+            "rank": rank,
+            "num_workers": workers,
+            "worker": worker,
+            "shuffle": self.shuffle,
+            "seed": self.seed,
+            "drop_last": bool(self.drop_last),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """This worker's (or process's) pass: ``{"epoch", "yielded"}`` plus the layout, checked on load."""
+        return self._cursor.state_dict(**self._identity())
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Make the next ``iter()`` continue the saved pass; raises ``ValueError`` for another layout."""
+        self._cursor.load_state_dict(state_dict, len(self._positions()), **self._identity())
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if dist.is_available() and dist.is_initialized():
+            # Spawned workers have no process group: pin the rank the parent sees.
+            state["_replicas"], state["_rank"] = self._world()
+        return state
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _column(values: list[Any]) -> Any:
+    if not values:
+        return values
+    if all(isinstance(v, bool) for v in values):
+        return torch.tensor(values, dtype=torch.bool)
+    if all(_is_number(v) for v in values):
+        if all(isinstance(v, numbers.Integral) for v in values):
+            if all(-(1 << 63) <= v < (1 << 63) for v in values):
+                return torch.tensor(values, dtype=torch.int64)
+            return values  # beyond int64: keep Python ints rather than overflow
+        return torch.tensor([float(v) for v in values], dtype=torch.float64)
+    return values
+
+
+def collate_records(batch: Sequence[Any]) -> Any:
+    """Collate JSON records into ``{column: values}`` — a ``collate_fn`` that copes with ragged data.
+
+    ``torch.utils.data.default_collate`` fails on JSON records (lists of different lengths, missing keys,
+    ``None``). This keeps every column as a list in batch order, except that a column whose values are
+    all numbers becomes a tensor: all ``bool`` → ``torch.bool``; all integers → ``int64``; any float
+    → ``float64`` (as ``default_collate``). Strings, ``None``, lists and nested objects stay Python
+    objects. Columns are the union of the records' keys in first-seen order; a record without a key
+    contributes ``None`` (so that column stays a list). A batch of non-dict values (e.g. records that
+    are JSON arrays or numbers) is collated as one column: a tensor when all are numbers, else the list.
+
+    Example:
+        >>> b = collate_records([{"id": 1, "text": "a", "tags": [1]}, {"id": 2, "text": "b", "tags": [2, 3]}])
+        >>> b["id"], b["text"], b["tags"]
+        (tensor([1, 2]), ['a', 'b'], [[1], [2, 3]])
+        >>> collate_records([{"x": 0.5}, {"x": 1, "y": True}])
+        {'x': tensor([0.5000, 1.0000], dtype=torch.float64), 'y': [None, True]}
+    """
+    batch = list(batch)
+    if not all(isinstance(r, dict) for r in batch):
+        return _column(batch)
+    keys: dict[str, None] = {}
+    for rec in batch:
+        keys.update(dict.fromkeys(rec))
+    return {k: _column([rec.get(k) for rec in batch]) for k in keys}
