@@ -22,7 +22,9 @@ SHARED_DATA = Path(os.environ.get("SJSONL_SHARED_DATA", REPO.parent / "shared" /
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """``../shared/data``: real public JSONL files. Skips on a user's clone; fails in CI (SJSONL_REQUIRE_SHARED=1)."""
+    """``../shared/data``: real public JSONL files.
+
+    Skips on a user's clone; fails in CI, where .ci/run sets SJSONL_REQUIRE_SHARED=1."""
     if not (SHARED_DATA / "jsonl").is_dir():
         msg = f"real test data not found at {SHARED_DATA} (it sits beside the checkout as ../shared/data)"
         if os.environ.get("SJSONL_REQUIRE_SHARED") == "1":

@@ -10,7 +10,9 @@ from sjsonl.sample import write_corpus
 
 
 def sjsonl(*args, check=True):
-    out = subprocess.run([sys.executable, "-m", "sjsonl.cli", *map(str, args)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "sjsonl.cli", *map(str, args)], capture_output=True, text=True
+    )
     if check:
         assert out.returncode == 0, out.stderr
     return out
@@ -39,7 +41,10 @@ def test_index_check_reports_bad_line(tmp_path):
 
 def test_clear_errors(tmp_path):
     out = sjsonl("get", tmp_path / "nope.jsonl", 0, check=False)
-    assert out.returncode == 1 and out.stderr.strip() == f"sjsonl: error: no such data file: {tmp_path / 'nope.jsonl'}"
+    assert (
+        out.returncode == 1
+        and out.stderr.strip() == f"sjsonl: error: no such data file: {tmp_path / 'nope.jsonl'}"
+    )
     path = tmp_path / "d.jsonl"
     path.write_text("1\n")
     out = sjsonl("get", path, 5, check=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import pickle
 
 import numpy as np
@@ -174,7 +173,9 @@ def test_unreadable_file(tmp_path):
     path = tmp_path / "secret.jsonl"
     path.write_bytes(b"1\n")
     path.chmod(0o000)
-    code = "import sjsonl,sys\ntry: sjsonl.JSONLDataset(sys.argv[1])\nexcept sjsonl.DataFileError as e: print(e)"
+    code = (
+        "import sjsonl,sys\ntry: sjsonl.JSONLDataset(sys.argv[1])\nexcept sjsonl.DataFileError as e: print(e)"
+    )
     out = run_unprivileged(code, str(path))
     assert out.stdout.strip() == f"permission denied reading data file: {path}", out.stderr
 

@@ -51,7 +51,10 @@ def test_read_only_data_directory_uses_cache(tmp_path):
     path.write_bytes(b'{"a": 1}\n{"a": 2}\n')
     data_dir.chmod(0o555)
     cache = tmp_path / "xdg"
-    code = "import sjsonl,sys\nds=sjsonl.JSONLDataset(sys.argv[1])\nprint(len(ds), ds[1]['a'], ds.index_paths[0])"
+    code = (
+        "import sjsonl,sys\nds=sjsonl.JSONLDataset(sys.argv[1])\n"
+        "print(len(ds), ds[1]['a'], ds.index_paths[0])"
+    )
     out = run_unprivileged(code, str(path), env={"SJSONL_INDEX_DIR": None, "XDG_CACHE_HOME": str(cache)})
     count, value, where = out.stdout.split()
     assert (count, value) == ("2", "2") and where.startswith(str(cache / "sjsonl" / "index")), out.stderr
@@ -116,7 +119,9 @@ def test_concurrent_builders_both_succeed(tmp_path, monkeypatch):
     path = tmp_path / "d.jsonl"
     write_corpus(path, 200_000, kind="short")
     procs = [
-        subprocess.Popen([sys.executable, "-c", _BUILD_LOOP, str(path), "5"], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _BUILD_LOOP, str(path), "5"], stdout=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     assert [p.communicate(timeout=300)[0].strip() for p in procs] == ["done", "done"]

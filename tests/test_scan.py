@@ -29,7 +29,9 @@ def reference_starts(data: bytes) -> list[int]:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=10,
 )
 blank_lines = st.sampled_from(["", " ", "\t", "\r", "  \t \r", "\r\r"])

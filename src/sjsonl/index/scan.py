@@ -89,7 +89,9 @@ class _ChunkScanner:
         first = np.empty(len(starts), dtype=np.uint8)
         inside = local < (hi - lo)
         first[inside] = data[local[inside]]
-        for j in np.flatnonzero(~inside):  # past the chunk's end: the BOM-shifted first line, or a start at hi
+        for j in np.flatnonzero(
+            ~inside
+        ):  # past the chunk's end: the BOM-shifted first line, or a start at hi
             first[j] = self.buf[int(starts[j])]
         suspicious = (first == 0x0A) | (first == 0x20) | (first == 0x09) | (first == 0x0D)
         if not suspicious.any():
