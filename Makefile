@@ -29,7 +29,7 @@ test: $(VENV)/.all lint
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.all
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py --out benchmarks/results.md
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis

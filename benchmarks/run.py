@@ -1,0 +1,51 @@
+"""Run every benchmark and print one markdown report (the README's tables come from here).
+
+    python benchmarks/run.py [--quick] [--only core,sampling,mindspore] [--out benchmarks/results.md]
+
+Medians of repeated runs; every ratio is against a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import os
+import platform
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import markdown_table
+
+SUITES = {
+    "core": ("bench_core", "Index build, random access, iteration, open time"),
+    "sampling": ("bench_sampling", "Shuffled iteration, DataLoader, 🤗 shuffled iteration"),
+    "mindspore": ("bench_mindspore", "Into MindSpore: sjsonl vs 🤗 + MindNLP-style adapter"),
+}
+
+
+def main() -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
+    parser.add_argument("--quick", action="store_true", help="small corpora, for a smoke run")
+    parser.add_argument("--only", default=",".join(SUITES), help="comma-separated suites")
+    parser.add_argument("--out", default=None, help="also write the report to this file")
+    args = parser.parse_args()
+    parts = [
+        f"Run {datetime.date.today()} on {os.cpu_count()} cores, Python {platform.python_version()}"
+        f"{' (quick)' if args.quick else ''}."
+    ]
+    for name in args.only.split(","):
+        module_name, title = SUITES[name]
+        module = importlib.import_module(module_name)
+        rows = module.run(args.quick)
+        columns = getattr(module, "COLUMNS", None) or (list(rows[0]) if rows else [])
+        parts.append(f"### {title}\n\n{markdown_table(rows, columns)}")
+        print(parts[-1] + "\n", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n\n".join(parts) + "\n")
+
+
+if __name__ == "__main__":
+    main()
