@@ -29,6 +29,7 @@ from .errors import (
     StaleIndexError,
 )
 from .indexer import JSONLIndexer
+from .loading import load_dataset
 
 __version__ = "0.1.0"
 
@@ -41,4 +42,5 @@ __all__ = [
     "SJSONLError",
     "StaleIndexError",
     "__version__",
+    "load_dataset",
 ]

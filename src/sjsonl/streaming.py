@@ -1,0 +1,157 @@
+"""Streaming: records of JSONL files in file order, read front to back with no index.
+
+:class:`JSONLStream` is what ``sjsonl.load_dataset(..., streaming=True)`` returns. It reads each file once,
+line by line, under the same rules as the indexed path (only ``\\n`` ends a line; blank lines are skipped; a
+UTF-8 BOM at the start and ``\\r\\n`` endings are fine; a bad line raises a located
+:class:`~sjsonl.errors.RecordDecodeError`), so it can start at once on data that has no index yet, or
+that is read only once. ``.gz`` files are decompressed on the fly. It pickles as a few paths, so it can be
+handed to worker processes.
+
+Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "w").write('{"x": 0}\\n\\n{"x": 1}\\n{"x": 2}')
+    >>> stream = JSONLStream(path)
+    >>> [r["x"] for r in stream]
+    [0, 1, 2]
+    >>> [r["x"] for r in stream.shard(2, 1)], [r["x"] for r in stream.skip(1).take(1)]
+    ([1], [1])
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import os
+import random
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from typing import Any, BinaryIO
+
+from .decode import JSONDecodeError, excerpt, fast_loads, loads
+from .errors import RecordDecodeError
+from .storage import resolve_path, stat_data_file
+
+_BOM = b"\xef\xbb\xbf"
+_WS = b" \t\r\n"
+
+
+def _open(path: str) -> BinaryIO:
+    # Binary-mode line iteration splits on b"\n" only, as the index does (never on \r or U+2028).
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb", buffering=1 << 20)
+
+
+def iter_lines(paths: Sequence[str]) -> Iterator[tuple[str, int, int, bytes]]:
+    """``(path, line number, byte offset, bytes)`` of every non-blank line of ``paths``, in order."""
+    for path in paths:
+        offset = 0
+        with _open(path) as f:
+            for lineno, line in enumerate(f, 1):
+                start = offset
+                offset += len(line)
+                body = line[3:] if lineno == 1 and line.startswith(_BOM) else line
+                if body.strip(_WS):
+                    yield path, lineno, start, body
+
+
+def decode_line(path: str, lineno: int, start: int, body: bytes) -> Any:
+    """One record, or a :class:`RecordDecodeError` that says where the bad line is."""
+    try:
+        return fast_loads(body)
+    except JSONDecodeError:
+        try:
+            return loads(body)
+        except ValueError as exc:
+            raise RecordDecodeError(path, lineno, start, excerpt(body), str(exc)) from None
+
+
+class JSONLStream:
+    """An iterable over the records of one or more JSONL files, in order, without an index.
+
+    Args:
+        path: a file, or a list of files read one after the other.
+
+    Views return new streams and read nothing until iterated: :meth:`shard` (records ``index``,
+    ``index + num_shards``, …), :meth:`skip`, :meth:`take`, and :meth:`shuffle` (a buffered, approximate
+    shuffle, as 🤗 ``IterableDataset.shuffle``).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("".join(f'{{"i": {i}}}\\n' for i in range(6)))
+        >>> sorted(r["i"] for r in JSONLStream([path]).shuffle(seed=1, buffer_size=3))
+        [0, 1, 2, 3, 4, 5]
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> None:
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        if not paths:
+            raise ValueError("JSONLStream needs at least one file")
+        self._files = [resolve_path(p) for p in paths]
+        for p in self._files:
+            stat_data_file(p)  # fail now, with a clear message, rather than mid-iteration
+        self._ops: tuple[tuple[Any, ...], ...] = ()  # view operations, applied in the order given
+
+    @property
+    def files(self) -> list[str]:
+        """Absolute paths of the data files, in order."""
+        return list(self._files)
+
+    def __repr__(self) -> str:
+        where = self._files[0] if len(self._files) == 1 else f"{len(self._files)} files"
+        return f"JSONLStream({where!r})"
+
+    def __iter__(self) -> Iterator[Any]:
+        # Views act on raw lines, so skipped and other shards' lines are never parsed, and a bad line
+        # still reports its file and line number after a shuffle.
+        lines: Iterator[tuple[str, int, int, bytes]] = iter_lines(self._files)
+        for op, a, b in self._ops:
+            if op == "slice":
+                lines = islice(lines, a, b)
+            elif op == "shard":
+                lines = islice(lines, b, None, a)
+            else:
+                lines = _buffer_shuffle(lines, a, b)
+        for line in lines:
+            yield decode_line(*line)
+
+    # ----------------------------------------------------------------- views
+    def _view(self, op: str, a: Any, b: Any) -> JSONLStream:
+        view = copy.copy(self)
+        view._ops = (*self._ops, (op, a, b))
+        return view
+
+    def shard(self, num_shards: int, index: int) -> JSONLStream:
+        """Records ``index``, ``index + num_shards``, …: shards are disjoint and together complete."""
+        if num_shards < 1 or not 0 <= index < num_shards:
+            raise ValueError(f"shard index {index} must lie in [0, {num_shards})")
+        return self._view("shard", num_shards, index)
+
+    def skip(self, n: int) -> JSONLStream:
+        """A stream without its first ``n`` records."""
+        return self._view("slice", max(0, n), None)
+
+    def take(self, n: int) -> JSONLStream:
+        """A stream of at most the first ``n`` records."""
+        return self._view("slice", 0, max(0, n))
+
+    def shuffle(self, seed: int | None = None, buffer_size: int = 1000) -> JSONLStream:
+        """Records in an approximately shuffled order: each comes out of a random slot of a
+        ``buffer_size``-record buffer (as 🤗 ``IterableDataset.shuffle``). Same seed, same order."""
+        if buffer_size < 1:
+            raise ValueError("buffer_size must be at least 1")
+        return self._view("shuffle", seed, buffer_size)
+
+
+def _buffer_shuffle(it: Iterator[Any], seed: int | None, size: int) -> Iterator[Any]:
+    rng = random.Random(seed)
+    buf: list[Any] = []
+    for item in it:
+        if len(buf) < size:
+            buf.append(item)
+            continue
+        j = rng.randrange(size)
+        buf[j], item = item, buf[j]
+        yield item
+    rng.shuffle(buf)
+    yield from buf
