@@ -86,8 +86,8 @@ class ComposedMap:
     """``outer`` positions index into ``inner``'s positions (e.g. a shuffle of a selection)."""
 
     def __init__(self, inner: IndexMap, outer: IndexMap) -> None:
-        if len(outer) > len(inner):
-            raise ValueError("outer map is longer than the map it indexes")
+        # outer may be longer than inner: select() may repeat positions (as 🤗 Dataset.select does);
+        # the caller checks that outer's values lie in [0, len(inner)).
         self.inner, self.outer = inner, outer
 
     def __len__(self) -> int:
