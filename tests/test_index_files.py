@@ -148,3 +148,21 @@ def test_sigkill_during_write_never_leaves_a_torn_index(tmp_path, monkeypatch):
             assert np.array_equal(np.load(index_file), expected.index), f"trial {trial}"
         ds = JSONLDataset(path, build_index_on_load=True)
         assert len(ds) == 400_000 and ds[399_999]["id"] == 399_999
+
+
+def test_index_of_a_namesake_is_never_used(tmp_path, monkeypatch):
+    monkeypatch.delenv("SJSONL_INDEX_DIR")
+    (tmp_path / "data.jsonl").write_bytes(b"1\n2\n")
+    (tmp_path / "data.json").write_bytes(b"3\n4\n")  # same size, same stem: data.index.npy for both
+    assert list(JSONLDataset(tmp_path / "data.jsonl")) == [1, 2]
+    assert list(JSONLDataset(tmp_path / "data.json")) == [3, 4]
+    assert list(JSONLDataset(tmp_path / "data.jsonl")) == [1, 2]
+
+
+def test_progress_bar_when_asked(tmp_path, capfd):
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 2000)
+    JSONLIndexer(path, progress=True).populate_index()
+    assert "indexing d.jsonl" in capfd.readouterr().err
+    JSONLIndexer(path).populate_index()  # small file, not a terminal: silent
+    assert capfd.readouterr().err == ""

@@ -93,6 +93,10 @@ def find_index(
             if os.path.exists(path):
                 problems.append(f"{path} has no metadata beside it")
             continue
+        if os.path.basename(meta.data_path) != os.path.basename(storage.path):
+            # e.g. data.json and data.jsonl side by side share the name data.index.npy
+            problems.append(f"index {path} belongs to {meta.data_path}")
+            continue
         if meta.stamp.size != st.st_size or meta.stamp.mtime_ns != st.st_mtime_ns:
             now = DataStamp(st.st_size, st.st_mtime_ns, "")
         elif now is None or not now.fingerprint:
