@@ -20,7 +20,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .decode import JSONDecodeError, fast_loads
+from .decode import JSONDecodeError, Projection, fast_loads
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 from .source import IndexedFile
 
@@ -86,6 +86,7 @@ class JSONLDataset:
         self._order: IndexMap | None = None
         self._len = int(self._bounds[-1])
         self._transform = transform
+        self._decode: Projection | None = None
         self._plain = self._single is not None and transform is None
         self._hot: tuple | None = None  # per-process read state (see IndexedFile.hot_state)
 
@@ -131,8 +132,8 @@ class JSONLDataset:
                     return self._single.record(i)  # type: ignore[union-attr]  # locates the error
             if self._order is not None:
                 i = self._order[i]
-            single = self._single
-            rec = single.record(i) if single is not None else self._record_multi(i)
+            f, j = self._locate(i)
+            rec = f.record(j, self._decode)
             return rec if self._transform is None else self._transform(rec)
         if isinstance(key, slice):
             return self._records_at_positions(np.arange(self._len, dtype=np.int64)[key])
@@ -160,7 +161,7 @@ class JSONLDataset:
         transform = self._transform
         if self._order is None:
             for f in self._files:
-                it = f.iter_records()
+                it = f.iter_records(decode=self._decode)
                 yield from (it if transform is None else map(transform, it))
             return
         for lo in range(0, self._len, _BLOCK):
@@ -215,11 +216,29 @@ class JSONLDataset:
         start = div * index + min(index, mod)
         return self._view(RangeMap(self._base_map(), start, start + div + (index < mod)))
 
+    def select_columns(self, columns: Sequence[str]) -> JSONLDataset:
+        """A view whose records hold only ``columns`` (top-level fields; missing ones are ``None``).
+
+        Only those fields are decoded — with msgspec installed, the rest of each line is skipped
+        without building it (see :class:`sjsonl.decode.Projection`), which pays on long records.
+
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write('{"id": 1, "text": "..."}\\n{"id": 2}\\n')
+            >>> JSONLDataset(path).select_columns(["id"])[:]
+            [{'id': 1}, {'id': 2}]
+        """
+        view = copy.copy(self)
+        view._decode, view._plain = Projection(list(columns)), False
+        return view
+
     def with_transform(self, transform: Callable[[Any], Any] | None) -> JSONLDataset:
         """The same records with ``transform`` applied to each (``None`` removes it)."""
         view = copy.copy(self)
         view._transform = transform
         view._plain = self._single is not None and self._order is None and transform is None
+        view._plain = view._plain and self._decode is None
         return view
 
     # ----------------------------------------------------------------- internals
@@ -229,20 +248,16 @@ class JSONLDataset:
         k = int(np.searchsorted(self._bounds, base, side="right")) - 1
         return self._files[k], base - int(self._bounds[k])
 
-    def _record_multi(self, base: int) -> Any:
-        f, j = self._locate(base)
-        return f.record(j)
-
     def _records_at_positions(self, positions: np.ndarray) -> list[Any]:
         base = positions if self._order is None else self._order.take(positions)
         if self._single is not None:
-            out = self._single.records_at(base)
+            out = self._single.records_at(base, self._decode)
         else:
             out = [None] * len(base)
             which = np.searchsorted(self._bounds, base, side="right") - 1
             for k in np.unique(which).tolist():
                 at = np.flatnonzero(which == k)
-                recs = self._files[k].records_at(base[at] - self._bounds[k])
+                recs = self._files[k].records_at(base[at] - self._bounds[k], self._decode)
                 for pos, rec in zip(at.tolist(), recs):
                     out[pos] = rec
         return out if self._transform is None else [self._transform(r) for r in out]

@@ -13,8 +13,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from .index.store import load_offsets, read_meta
 from .storage import LocalFile
 
 _TRAILING_WS = b" \t\r\n"
+Decoder = Callable[[bytes], Any]  # raises ValueError on bad input
 _BLOCK = 8192  # records per block on sequential paths
 
 
@@ -85,12 +87,14 @@ class IndexedFile:
             hot = self._hot = (self.storage.buffer(), memoryview(self.offsets), self.n - 1, self.end)
         return hot
 
-    def record(self, i: int) -> Any:
+    def record(self, i: int, decode: Decoder | None = None) -> Any:
         """Record ``i`` (``0 <= i < n``, checked by the caller): one slice of the map, one parse."""
         buf, bounds, last, end = self.hot_state()
         start = bounds[i]
         if i < last:
             end = bounds[i + 1]
+        if decode is not None:
+            return next(self.decode_spans([(start, end)], decode))
         try:
             return fast_loads(buf[start:end])
         except JSONDecodeError:
@@ -107,24 +111,35 @@ class IndexedFile:
         line = line_number_at(self.storage.buffer(), start)
         return RecordDecodeError(self.path, line, start, excerpt(data), reason)
 
-    def iter_records(self, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
+    def decode_spans(self, spans: Iterable[tuple[int, int]], decode: Decoder | None = None) -> Iterator[Any]:
+        """Decode each ``(start, end)`` byte span; ``decode`` replaces the default full parse."""
+        buf = self.storage.buffer()
+        if decode is None:
+            for start, end in spans:
+                try:
+                    yield fast_loads(buf[start:end])
+                except JSONDecodeError:
+                    yield self._slow_decode(start, end)
+        else:
+            for start, end in spans:
+                try:
+                    yield decode(buf[start:end])
+                except ValueError as exc:
+                    raise self.decode_error(start, buf[start:end], str(exc)) from None
+
+    def iter_records(
+        self, lo: int = 0, hi: int | None = None, decode: Decoder | None = None
+    ) -> Iterator[Any]:
         """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic."""
         hi = self.n if hi is None else hi
-        buf = self.storage.buffer()
         for block_lo in range(lo, hi, _BLOCK):
             block_hi = min(hi, block_lo + _BLOCK)
             bounds = self.offsets[block_lo : block_hi + 1].tolist()
             if len(bounds) == block_hi - block_lo:
                 bounds.append(self.end)
-            start = bounds[0]
-            for end in bounds[1:]:
-                try:
-                    yield fast_loads(buf[start:end])
-                except JSONDecodeError:
-                    yield self._slow_decode(start, end)
-                start = end
+            yield from self.decode_spans(itertools.pairwise(bounds), decode)
 
-    def records_at(self, indices: np.ndarray) -> list[Any]:
+    def records_at(self, indices: np.ndarray, decode: Decoder | None = None) -> list[Any]:
         """Records at many positions (any order), with the offsets looked up in one vectorised step."""
         indices = np.asarray(indices, dtype=np.int64)
         starts = self.offsets[indices].tolist()
@@ -132,14 +147,7 @@ class IndexedFile:
         last = nxt >= self.n
         ends = self.offsets[np.where(last, 0, nxt)].astype(np.int64)
         ends[last] = self.end
-        buf = self.storage.buffer()
-        out = []
-        for start, end in zip(starts, ends.tolist()):
-            try:
-                out.append(fast_loads(buf[start:end]))
-            except JSONDecodeError:
-                out.append(self._slow_decode(start, end))
-        return out
+        return list(self.decode_spans(zip(starts, ends.tolist()), decode))
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
