@@ -111,7 +111,7 @@ class JSONLStream:
             elif op == "shard":
                 lines = islice(lines, b, None, a)
             else:
-                lines = _buffer_shuffle(lines, a, b)
+                lines = buffer_shuffle(lines, a, b)
         for line in lines:
             yield decode_line(*line)
 
@@ -143,7 +143,14 @@ class JSONLStream:
         return self._view("shuffle", seed, buffer_size)
 
 
-def _buffer_shuffle(it: Iterator[Any], seed: int | None, size: int) -> Iterator[Any]:
+def buffer_shuffle(it: Iterator[Any], seed: int | None, size: int) -> Iterator[Any]:
+    """Items of ``it`` in an approximately random order: each leaves from a random slot of a ``size``-item
+    buffer (the slot is refilled from ``it``); the rest are shuffled at the end.
+
+    Example:
+        >>> sorted(buffer_shuffle(iter(range(5)), seed=0, size=2))
+        [0, 1, 2, 3, 4]
+    """
     rng = random.Random(seed)
     buf: list[Any] = []
     for item in it:

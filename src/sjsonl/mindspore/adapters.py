@@ -1,0 +1,305 @@
+"""Sources for ``mindspore.dataset.GeneratorDataset``, and :func:`to_generator_dataset`.
+
+Two source shapes, as MindSpore knows them:
+
+- :class:`MapSource` (``__getitem__`` + ``__len__``) for random-access data — a
+  :class:`~sjsonl.dataset.JSONLDataset` (or any view of one), a 🤗 ``Dataset``, a list of records. MindSpore
+  then shuffles (a fresh order each epoch, seeded by ``mindspore.dataset.config.set_seed``) and spreads
+  ``source[i]`` calls over ``num_parallel_workers`` threads or processes itself. Shards are taken by the
+  source — rows ``shard_id``, ``shard_id + num_shards``, … — so they are disjoint and together complete
+  (sizes differ by at most one). MindSpore's own sharding pads shards to equal size by repeating rows; ask
+  for that with ``pad_shards=True`` (equal step counts on every rank).
+- :class:`IterSource` (``__iter__``) for streams — :class:`~sjsonl.streaming.JSONLStream`, a 🤗
+  ``IterableDataset``, any iterable. MindSpore cannot shuffle or shard these (it ignores ``shuffle`` and
+  refuses ``num_shards``), so the source does it: a buffered shuffle (``buffer_size`` records, reseeded
+  every epoch) and a round-robin shard (record k goes to shard k mod ``num_shards``; a ``JSONLStream``
+  never parses the other shards' records, a 🤗 ``IterableDataset`` is split by
+  ``datasets.distributed.split_dataset_by_node``).
+
+Both convert records by a :class:`~sjsonl.mindspore.columns.Schema` (see its table) and pickle small (a
+``JSONLDataset`` pickles by path), so ``python_multiprocessing=True`` and ``False`` both work.
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLDataset
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "w").write('{"text": "a", "label": 0}\\n{"text": "b", "label": 1}\\n')
+    >>> gd = to_generator_dataset(JSONLDataset(path))
+    >>> [(str(t), int(y)) for t, y in gd.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+    [('a', 0), ('b', 1)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from ..dataset import JSONLDataset
+from ..errors import require
+from ..hf import hf_kind
+from ..streaming import JSONLStream, buffer_shuffle
+from .columns import Schema, SchemaMismatchError, infer_schema
+
+#: Rows looked at to infer a schema when the data has more (evenly spaced over random-access data, the
+#: first rows of a stream). ``infer_rows=None`` looks at every row.
+DEFAULT_INFER_ROWS = 2000
+
+
+def _is_map_style(data: Any) -> bool:
+    if isinstance(data, JSONLStream):
+        return False
+    kind = hf_kind(data)
+    if kind is not None:
+        return kind == "map"
+    return hasattr(data, "__getitem__") and hasattr(data, "__len__") and not isinstance(data, Mapping)
+
+
+def _sample_rows(data: Any, map_style: bool, infer_rows: int | None) -> list[Any]:
+    if not map_style:
+        return list(iter(data) if infer_rows is None else islice(iter(data), infer_rows))
+    n = len(data)
+    if infer_rows is None or n <= infer_rows:
+        return list(data)
+    positions = np.unique(np.linspace(0, n - 1, infer_rows).astype(np.int64))
+    if isinstance(data, JSONLDataset):
+        return data[positions]
+    if hf_kind(data) == "map":
+        return list(data.select(positions))
+    return [data[int(i)] for i in positions]
+
+
+def make_schema(
+    data: Any, features: Mapping[str, Any] | None = None, infer_rows: int | None = DEFAULT_INFER_ROWS
+) -> Schema:
+    """The schema :func:`to_generator_dataset` uses for ``data``: inferred from ``infer_rows`` rows (every row
+    when there are no more, or with ``None``), with a 🤗 dataset's own ``features`` when ``features`` is None.
+
+    Example:
+        >>> make_schema([{"a": 1}, {"a": 2.5}])
+        Schema(a: float64)
+    """
+    if features is None and hf_kind(data) is not None:
+        features = getattr(data, "features", None)
+    return infer_schema(_sample_rows(data, _is_map_style(data), infer_rows), features)
+
+
+def _check_shard(num_shards: int | None, shard_id: int | None) -> tuple[int, int]:
+    if (num_shards is None) != (shard_id is None):
+        raise ValueError("give num_shards and shard_id together")
+    if num_shards is None:
+        return 1, 0
+    if num_shards < 1 or not 0 <= shard_id < num_shards:  # type: ignore[operator]
+        raise ValueError(f"shard_id {shard_id} must lie in [0, {num_shards})")
+    return num_shards, shard_id  # type: ignore[return-value]
+
+
+class MapSource:
+    """A random-access MindSpore source: ``source[i]`` is record ``i`` (of this shard: record
+    ``shard_id + i * num_shards`` of ``data``) converted by ``schema``.
+
+    Example:
+        >>> rows = [{"a": i} for i in range(5)]
+        >>> src = MapSource(rows, make_schema(rows), num_shards=2, shard_id=1)
+        >>> len(src), src[1]
+        (2, (array(3),))
+    """
+
+    def __init__(
+        self, data: Any, schema: Schema, *, num_shards: int | None = None, shard_id: int | None = None
+    ) -> None:
+        self.data, self.schema = data, schema
+        self.step, self.first = _check_shard(num_shards, shard_id)
+        self.n = len(range(self.first, len(data), self.step))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, ...]:
+        i = int(i)
+        if not 0 <= i < self.n:
+            raise IndexError(f"row {i} out of range for a source of {self.n} rows")
+        j = self.first + i * self.step
+        try:
+            return self.schema.convert(self.data[j])
+        except SchemaMismatchError as exc:
+            exc.add_note(f"at row {j} of {self.data!r}")
+            raise
+
+
+class IterSource:
+    """A streaming MindSpore source: converted records of ``data`` in order, with an optional buffered
+    shuffle (seed + epoch, so each epoch differs yet runs repeat) and a round-robin shard.
+
+    Example:
+        >>> rows = [{"a": i} for i in range(6)]
+        >>> [int(a) for (a,) in IterSource(rows, make_schema(rows), num_shards=3, shard_id=1)]
+        [1, 4]
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        schema: Schema,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        buffer_size: int = 1000,
+        num_shards: int | None = None,
+        shard_id: int | None = None,
+    ) -> None:
+        self.data, self.schema = data, schema
+        self.shuffle, self.seed, self.buffer_size = shuffle, seed, buffer_size
+        self.num_shards, self.shard_id = _check_shard(num_shards, shard_id)
+        self.epoch = 0
+
+    def _records(self, epoch: int) -> Iterator[Any]:
+        data, n, k = self.data, self.num_shards, self.shard_id
+        seed = None if self.seed is None else self.seed + epoch
+        hf = hf_kind(data) == "iterable"
+        if n > 1:
+            if isinstance(data, JSONLStream):
+                data = data.shard(n, k)  # type: ignore[arg-type]
+            elif hf:
+                from datasets.distributed import split_dataset_by_node
+
+                data = split_dataset_by_node(data, rank=k, world_size=n)
+            else:
+                data = _RoundRobin(data, n, k)
+        if not self.shuffle:
+            return iter(data)
+        if isinstance(data, JSONLStream):
+            return iter(data.shuffle(seed, self.buffer_size))
+        if hf:
+            return iter(data.shuffle(seed=seed, buffer_size=self.buffer_size))
+        return buffer_shuffle(iter(data), seed, self.buffer_size)
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
+        self.epoch += 1
+        convert = self.schema.convert
+        for row in self._records(self.epoch - 1):
+            yield convert(row)
+
+
+class _RoundRobin:
+    def __init__(self, data: Any, n: int, k: int) -> None:
+        self.data, self.n, self.k = data, n, k
+
+    def __iter__(self) -> Iterator[Any]:
+        return islice(iter(self.data), self.k, None, self.n)
+
+
+def _distributed_defaults(num_shards: int | None, shard_id: int | None) -> tuple[int | None, int | None]:
+    """``(group size, rank)`` when ``mindspore.communication.init()`` has run and no shard was given."""
+    if num_shards is not None or shard_id is not None:
+        return num_shards, shard_id
+    from mindspore.communication.management import GlobalComm, get_group_size, get_rank
+
+    if GlobalComm.INITED and get_group_size() > 1:
+        return get_group_size(), get_rank()
+    return None, None
+
+
+def make_source(
+    data: Any,
+    *,
+    column_names: Sequence[str] | None = None,
+    features: Mapping[str, Any] | None = None,
+    schema: Schema | None = None,
+    infer_rows: int | None = DEFAULT_INFER_ROWS,
+    num_shards: int | None = None,
+    shard_id: int | None = None,
+    **iter_options: Any,
+) -> MapSource | IterSource:
+    """The MindSpore source :func:`to_generator_dataset` builds: a :class:`MapSource` for random-access data,
+    an :class:`IterSource` (also taking ``iter_options``: shuffle, seed, buffer_size) for streams.
+    ``.schema`` tells how records are converted.
+
+    Example:
+        >>> make_source([{"a": 1, "b": "x"}], column_names=["b"]).schema
+        Schema(b: str)
+    """
+    if isinstance(data, Mapping):
+        raise TypeError("pass one split (a dataset), not a mapping of splits")
+    if schema is None:
+        schema = make_schema(data, features, infer_rows)
+    if column_names is not None:
+        schema = schema.select([column_names] if isinstance(column_names, str) else list(column_names))
+    if _is_map_style(data):
+        return MapSource(data, schema, num_shards=num_shards, shard_id=shard_id)
+    return IterSource(data, schema, num_shards=num_shards, shard_id=shard_id, **iter_options)
+
+
+def to_generator_dataset(
+    ds: Any,
+    column_names: Sequence[str] | None = None,
+    shuffle: bool = False,
+    num_parallel_workers: int = 1,
+    num_shards: int | None = None,
+    shard_id: int | None = None,
+    python_multiprocessing: bool = True,
+    *,
+    features: Mapping[str, Any] | None = None,
+    schema: Schema | None = None,
+    infer_rows: int | None = DEFAULT_INFER_ROWS,
+    seed: int | None = None,
+    buffer_size: int = 1000,
+    pad_shards: bool = False,
+    **generator_kwargs: Any,
+) -> Any:
+    """A ``mindspore.dataset.GeneratorDataset`` over a JSONLDataset, a JSONLStream, a 🤗 ``Dataset`` or
+    ``IterableDataset``, or any sequence/iterable of records.
+
+    Args:
+        ds: the data.
+        column_names: columns to emit, in this order (default: every column of the schema).
+        shuffle: shuffle the rows (default False: source order, as 🤗; MindSpore's own default for
+            random-access sources is to shuffle). Streams get a ``buffer_size`` buffered shuffle.
+        num_parallel_workers, python_multiprocessing: MindSpore's workers (threads when
+            ``python_multiprocessing`` is False) calling ``source[i]``; random-access data only.
+        num_shards, shard_id: this process's shard: rows ``shard_id``, ``shard_id + num_shards``, … —
+            disjoint and complete. Default: from MindSpore's distributed context when
+            ``mindspore.communication.init()`` has run (``get_group_size()``, ``get_rank()``), else none.
+        features: 🤗 ``Features`` fixing column names and dtypes (a 🤗 dataset's own are used by default).
+        schema: a ready :class:`~sjsonl.mindspore.columns.Schema` (skips inference).
+        infer_rows: rows to infer the schema from (None: all).
+        seed: seed of the buffered shuffle of streams (MindSpore's seed governs random-access shuffles).
+        buffer_size: buffer of the shuffle of streams.
+        pad_shards: let MindSpore shard random-access data instead: shards of equal size, padded by
+            repeating rows, and with ``shuffle`` one global shuffle split between shards each epoch.
+        generator_kwargs: passed on to ``GeneratorDataset`` (e.g. ``num_samples``, ``sampler``).
+    """
+    msd = require("mindspore.dataset", "mindspore")
+    num_shards, shard_id = _distributed_defaults(num_shards, shard_id)
+    ms_shards = pad_shards and _is_map_style(ds)
+    source = make_source(
+        ds,
+        column_names=column_names,
+        features=features,
+        schema=schema,
+        infer_rows=infer_rows,
+        shuffle=shuffle,
+        seed=seed,
+        buffer_size=buffer_size,
+        num_shards=None if ms_shards else num_shards,
+        shard_id=None if ms_shards else shard_id,
+    )
+    ms_shuffle: bool | None = shuffle
+    if not ms_shards:  # the source took the shard
+        num_shards = shard_id = None
+    if isinstance(source, IterSource):  # the source shuffles streams; MindSpore can't
+        ms_shuffle = None
+    elif not shuffle and ("sampler" in generator_kwargs or "batch_sampler" in generator_kwargs):
+        ms_shuffle = None  # MindSpore refuses shuffle=False next to a sampler: the sampler decides the order
+    return msd.GeneratorDataset(
+        source,
+        column_names=source.schema.column_names,
+        shuffle=ms_shuffle,
+        num_parallel_workers=num_parallel_workers,
+        num_shards=num_shards,
+        shard_id=shard_id,
+        python_multiprocessing=python_multiprocessing,
+        **generator_kwargs,
+    )

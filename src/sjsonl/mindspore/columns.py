@@ -1,0 +1,354 @@
+"""Records → MindSpore rows: a tuple of numpy arrays, one per column, with stable column order and dtypes.
+
+MindSpore 2.x with numpy 2 accepts only numpy arrays from a ``GeneratorDataset`` source (a plain ``str`` or
+``int`` — even a numpy scalar — fails with "Unable to avoid copy"), and nothing of dtype ``object``, so
+lists of objects, ragged lists and nulls cannot go through as they are (MindNLP issue #1795). A
+:class:`Schema` fixes each column's name, order and representation once, from a sample of the rows (every
+row of small data; see :func:`infer_schema`) or from 🤗 ``features``, and converts every row by it:
+
+=====================================================  ====================================  ===============
+JSON values of the column (over the sampled rows)      numpy value in each row               null / missing
+=====================================================  ====================================  ===============
+strings                                                0-d unicode array (``<U``)            ``""``
+integers (all within int64)                            0-d ``int64``                         ``0``
+numbers, some with a fraction (``1`` and ``1.5``)      0-d ``float64``                       ``NaN``
+booleans                                               0-d ``bool``                          ``False``
+rectangular lists of one of the four above, depth d    d-dim array of that dtype (shape      empty array,
+(``[1, 2]``, ``[[0.5, 1], [2, 3]]``, ``["a", "b"]``)   may differ from row to row)           shape (0,)*d
+anything else: objects, lists of objects (chat         0-d unicode array: the value's        ``"null"``
+``messages``), ragged lists, lists with nulls, mixed   compact JSON text (``json.loads``
+types, integers beyond int64, a column seen only as    gives the value back exactly)
+null or ``[]``
+=====================================================  ====================================  ===============
+
+Rows that are not JSON objects (a JSON array per line, say) become one column, ``value``, converted by the
+same table (an array of message objects → its JSON text). Columns appear in the order their keys first
+appear in the sample. With 🤗 ``features``, the columns are exactly the features' keys in their order;
+``Value`` and ``ClassLabel`` features fix the dtype (string → ``<U``, any int → int64, any float → float64,
+bool → bool); other features are inferred from the data as above.
+
+Fine print: strings travel as numpy unicode, which cannot end in NUL (numpy drops trailing ``"\\0"``), and
+MindSpore cannot carry lone surrogates (``"\\ud800"``, valid in JSON), which become U+FFFD. The JSON-text
+representation has neither limit. Fills cannot be told apart from real ``0`` / ``""`` / ``False``. A value
+that does not fit its column's inferred representation — possible only for rows outside the sample — raises
+:class:`SchemaMismatchError` naming the column; infer from every row (``infer_rows=None``) to rule that out.
+
+Example:
+    >>> schema = infer_schema([{"q": "a", "n": 1, "tags": ["x"]}, {"q": "b", "n": 2.5, "msgs": [{"r": 1}]}])
+    >>> schema.column_names
+    ['q', 'n', 'tags', 'msgs']
+    >>> schema.convert({"q": "c", "n": 3, "tags": ["y", "z"], "msgs": [{"r": 2}]})
+    (array('c', dtype='<U1'), array(3.), array(['y', 'z'], dtype='<U1'), array('[{"r":2}]', dtype='<U9'))
+    >>> schema.to_python(schema.convert({"q": "d"}))
+    {'q': 'd', 'n': nan, 'tags': [], 'msgs': None}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ..decode import loads
+from ..errors import SJSONLError
+
+KINDS = ("str", "int64", "float64", "bool", "json")
+_DTYPES = {"str": np.str_, "int64": np.int64, "float64": np.float64, "bool": np.bool_}
+_FILL = {"str": "", "int64": 0, "float64": np.nan, "bool": False}
+_LEAF_TYPES = {"str": {str}, "int64": {int}, "float64": {int, float}, "bool": {bool}}
+_SCALAR_KIND = {str: "str", bool: "bool", float: "float64", int: "int64"}
+_INT64 = (-(2**63), 2**63 - 1)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+VALUE_COLUMN = "value"
+
+
+class SchemaMismatchError(SJSONLError, ValueError):
+    """A row's value does not fit the representation its column was given from the sampled rows."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One output column: ``key`` in the record (``None``: the whole record), a ``kind`` from :data:`KINDS`,
+    and ``ndim`` (0 for scalars; d for depth-d lists of that kind)."""
+
+    name: str
+    kind: str
+    ndim: int = 0
+    key: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "json":
+            return "JSON text"
+        return self.kind if self.ndim == 0 else f"{self.ndim}-d {self.kind} array"
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # lone surrogates, ints beyond 64 bits, non-JSON 🤗 values: escaped ASCII, still exact
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+def _clean(s: str) -> str:
+    return s if s.isascii() or not _SURROGATE.search(s) else _SURROGATE.sub("\ufffd", s)
+
+
+def _leaf_types(value: list, ndim: int) -> set[type]:
+    if ndim == 1:
+        return set(map(type, value))
+    out: set[type] = set()
+    for sub in value:
+        out |= _leaf_types(sub, ndim - 1) if type(sub) is list else {type(sub)}
+    return out
+
+
+# ------------------------------------------------------------------------------------------ inference
+# A signature is (kind, ndim): kind None means "no element seen yet" ([] or [[], []]); ndim None means
+# "a list of unknown depth" (a bare []). ("json", 0) absorbs everything.
+_JSON = ("json", 0)
+
+
+def _list_shape(value: list) -> tuple[tuple[int, ...], set[type]] | None:
+    """Shape and leaf types of a rectangular nested list of scalars, or None when it is not one."""
+    if not value or type(value[0]) is not list:
+        types = set(map(type, value))
+        return ((len(value),), types) if types <= {str, int, float, bool} else None
+    subs = [_list_shape(v) if type(v) is list else None for v in value]
+    first = subs[0]
+    if first is None or any(s is None or s[0] != first[0] for s in subs):
+        return None
+    return (len(value), *first[0]), set().union(*(s[1] for s in subs))
+
+
+def _leaf_kind(types: set[type], ints: Iterable[Any] = ()) -> str | None:
+    if not types:
+        return None
+    kinds = {_SCALAR_KIND[t] for t in types}
+    if kinds == {"int64", "float64"}:
+        return "float64"
+    if len(kinds) != 1:
+        return "json"
+    kind = kinds.pop()
+    if kind == "int64" and any(not _INT64[0] <= i <= _INT64[1] for i in ints):
+        return "json"
+    return kind
+
+
+def _signature(value: Any) -> tuple[str | None, int | None] | None:
+    t = type(value)
+    if value is None:
+        return None
+    if t is list:
+        if not value:
+            return (None, None)
+        found = _list_shape(value)
+        if found is None:
+            return _JSON
+        shape, types = found
+        ints = np.asarray(value, dtype=object).ravel() if int in types else ()
+        kind = _leaf_kind(types, ints)
+        return _JSON if kind == "json" else (kind, len(shape))
+    if t in _SCALAR_KIND:
+        return (_leaf_kind({t}, (value,) if t is int else ()), 0)
+    return _JSON
+
+
+def _merge(a: tuple | None, b: tuple | None) -> tuple | None:
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if a == _JSON or b == _JSON or (a[1] == 0) != (b[1] == 0):
+        return _JSON
+    if a[1] is not None and b[1] is not None and a[1] != b[1]:
+        return _JSON
+    ndim = a[1] if a[1] is not None else b[1]
+    if a[0] is None or b[0] is None:
+        return (a[0] or b[0], ndim)
+    kind = _leaf_kind({t for t, k in _SCALAR_KIND.items() if k in (a[0], b[0])})
+    return _JSON if kind == "json" else (kind, ndim)
+
+
+def _feature_kind(feature: Any) -> str | None:
+    """The kind a 🤗 ``Value``/``ClassLabel`` feature fixes, or None to infer from the data."""
+    name = type(feature).__name__
+    if name == "ClassLabel":
+        return "int64"
+    if name != "Value":
+        return None
+    dtype = str(feature.dtype)
+    if dtype in ("string", "large_string"):
+        return "str"
+    if dtype == "bool":
+        return "bool"
+    if dtype.startswith(("int", "uint")):
+        return "int64"
+    if dtype.startswith(("float", "double", "half")):
+        return "float64"
+    return "json" if dtype == "null" else None
+
+
+def infer_schema(rows: Iterable[Any], features: Mapping[str, Any] | None = None) -> Schema:
+    """The :class:`Schema` for ``rows`` (all of them are looked at) — see the table in the module docstring.
+
+    Example:
+        >>> infer_schema([[1, 2], [3]]).columns
+        (Column(name='value', kind='int64', ndim=1, key=None),)
+        >>> infer_schema([{"a": None}, {"a": [[1, 2], [3]]}, {"b": True}]).columns[0].describe()
+        'JSON text'
+    """
+    sigs: dict[str, Any] = {}
+    whole: Any = None
+    objects = other = False
+    for row in rows:
+        if type(row) is dict:
+            objects = True
+            for key, value in row.items():
+                sigs[key] = _merge(sigs.get(key), _signature(value))
+        else:
+            other = True
+            whole = _merge(whole, _signature(row))
+    if other:
+        # Non-object rows: the whole row is one column (JSON text when objects are mixed in).
+        return Schema([_column(VALUE_COLUMN, _JSON if objects else whole, None)])
+    if features is not None:
+        columns = []
+        for name, feature in features.items():
+            kind = _feature_kind(feature)
+            columns.append(Column(name, kind, 0, name) if kind else _column(name, sigs.get(name), name))
+        return Schema(columns)
+    return Schema([_column(key, sig, key) for key, sig in sigs.items()])
+
+
+def _column(name: str, sig: tuple | None, key: str | None) -> Column:
+    if sig is None or sig[0] is None or sig[1] is None or sig == _JSON:
+        return Column(name, "json", 0, key)  # only nulls / empty lists seen: JSON text can hold anything
+    return Column(name, sig[0], sig[1], key)
+
+
+# ------------------------------------------------------------------------------------------ conversion
+class Schema:
+    """Column names, order and representation; :meth:`convert` turns a record into MindSpore's row.
+
+    Example:
+        >>> s = Schema([Column("id", "int64", key="id"), Column("text", "str", key="text")])
+        >>> s.convert({"text": "hi", "id": 7})
+        (array(7), array('hi', dtype='<U2'))
+        >>> s.select(["text"]).column_names
+        ['text']
+    """
+
+    def __init__(self, columns: Sequence[Column]) -> None:
+        self.columns = tuple(columns)
+        for c in self.columns:
+            if c.kind not in KINDS:
+                raise ValueError(f"column kind must be one of {KINDS}, not {c.kind!r}")
+        self._whole = len(self.columns) == 1 and self.columns[0].key is None
+        self._converters = [(c.key, self._converter(c)) for c in self.columns]
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def __repr__(self) -> str:
+        return "Schema(" + ", ".join(f"{c.name}: {c.describe()}" for c in self.columns) + ")"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schema) and other.columns == self.columns
+
+    def __reduce__(self):  # converters are closures: rebuild them in the receiving process
+        return (Schema, (self.columns,))
+
+    def select(self, names: Sequence[str]) -> Schema:
+        """The columns ``names``, in that order."""
+        by_name = {c.name: c for c in self.columns}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise ValueError(f"unknown column(s) {missing}; the columns are {self.column_names}")
+        return Schema([by_name[n] for n in names])
+
+    def convert(self, row: Any) -> tuple[np.ndarray, ...]:
+        """One record → a tuple of numpy arrays in column order."""
+        if self._whole:
+            return (self._converters[0][1](row),)
+        if type(row) is not dict:
+            raise SchemaMismatchError(f"a row is not a JSON object but the schema has columns: {_short(row)}")
+        return tuple([conv(row.get(key)) for key, conv in self._converters])
+
+    def to_python(self, values: Sequence[Any]) -> dict[str, Any]:
+        """The inverse of :meth:`convert` (fills stay fills; JSON text is parsed)."""
+        out = {}
+        for c, v in zip(self.columns, values):
+            v = np.asarray(v)
+            if c.kind == "json":  # sjsonl's own parser: it also reads escaped lone surrogates
+                out[c.name] = loads(str(v).encode())
+            else:
+                out[c.name] = v.item() if c.ndim == 0 else v.tolist()
+        return out
+
+    @staticmethod
+    def _converter(c: Column):
+        kind, ndim = c.kind, c.ndim
+
+        def mismatch(value: Any) -> SchemaMismatchError:
+            return SchemaMismatchError(
+                f"column {c.name!r} holds {c.describe()} (inferred from the sampled rows), but a row has "
+                f"{_short(value)}; infer the schema from every row (infer_rows=None) or pass features"
+            )
+
+        if kind == "json":
+            return lambda v: np.array(_json_text(v))
+        dtype, allowed = _DTYPES[kind], _LEAF_TYPES[kind]
+        fill = np.array(_FILL[kind], dtype=dtype) if ndim == 0 else np.zeros((0,) * ndim, dtype=dtype)
+
+        if ndim == 0:
+
+            def scalar(v: Any) -> np.ndarray:
+                if v is None:
+                    return fill.copy()
+                if type(v) not in allowed:
+                    raise mismatch(v)
+                try:
+                    return np.array(_clean(v) if kind == "str" else v, dtype=dtype)
+                except OverflowError:
+                    raise mismatch(v) from None
+
+            return scalar
+
+        def array(v: Any) -> np.ndarray:
+            if v is None:
+                return fill.copy()
+            if type(v) is not list or not _leaf_types(v, ndim) <= allowed:
+                raise mismatch(v)
+            try:
+                a = np.array(v, dtype=dtype)
+            except (ValueError, OverflowError):  # ragged, or an int beyond int64
+                raise mismatch(v) from None
+            if a.ndim != ndim:
+                if a.size or a.ndim > ndim:
+                    raise mismatch(v)
+                a = a.reshape(a.shape + (0,) * (ndim - a.ndim))
+            if kind == "str" and a.size and _has_surrogate(a):
+                a = np.array(_clean_nested(v), dtype=dtype)
+            return a
+
+        return array
+
+
+def _has_surrogate(a: np.ndarray) -> bool:
+    codes = a.view(np.uint32)
+    return bool(((codes >= 0xD800) & (codes <= 0xDFFF)).any())
+
+
+def _clean_nested(v: Any) -> Any:
+    return [_clean_nested(x) for x in v] if type(v) is list else _clean(v)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = _json_text(value)
+    return f"{type(value).__name__} {text[:limit]}{'…' if len(text) > limit else ''}"
