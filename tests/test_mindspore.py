@@ -1,0 +1,201 @@
+"""sjsonl.mindspore against real MindSpore (CPU): load_dataset over real chat / CJK JSONL files, every row
+checked against its source record under the documented conversion, in every worker / shuffle / shard mode."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from sjsonl import JSONLDataset
+from sjsonl.errors import MissingDependencyError
+from sjsonl.mindspore import load_dataset, make_schema, make_source, to_generator_dataset
+from sjsonl.mindspore.adapters import _distributed_defaults
+from sjsonl.streaming import JSONLStream
+
+PAIRS = {  # train file, test file (under shared/data/jsonl)
+    "llama_factory chat": ("llama_factory/v1_sft_demo.jsonl", "llama_factory/reason_tool_use_demo_50.jsonl"),
+    "xtuner chat + jglue": (
+        "xtuner/mllm_sft_text_example_data.jsonl",
+        "jglue/jcommonsenseqa_valid-v1.3.json",
+    ),
+    "clue prompts + pairs": ("clue/pCLUE_train_9.json", "clue/fewclue_bustm_test_public.json"),
+    "clue nested": ("clue/cluener_ner_predict.json", "clue/fewclue_cluewsc_test_public.json"),
+    "arrays per line + clue": ("xtuner/openai_sft.jsonl", "clue/fewclue_eprstmt_test_public.json"),
+}
+MODES = {
+    "2 worker processes": dict(num_parallel_workers=2, python_multiprocessing=True),
+    "2 worker threads": dict(num_parallel_workers=2, python_multiprocessing=False),
+}
+_DTYPE_KIND = {"str": "U", "json": "U", "int64": "i", "float64": "f", "bool": "b"}
+
+
+def _rows(gd) -> list[tuple[np.ndarray, ...]]:
+    return [tuple(r) for r in gd.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+
+
+def _key(row) -> bytes:
+    """A canonical, hashable form of a row (dtype and values; orjson writes NaN as null)."""
+    return orjson.dumps([[v.dtype.str, v.tolist()] for v in row])
+
+
+def _check_row(schema, row, record) -> None:
+    """The row is the record under the documented conversion (see sjsonl.mindspore.columns)."""
+    assert len(row) == len(schema.columns)
+    values = schema.to_python(row)
+    for col, arr in zip(schema.columns, row):
+        assert type(arr) is np.ndarray and arr.dtype.kind == _DTYPE_KIND[col.kind] and arr.ndim == col.ndim
+        want = record if col.key is None else record.get(col.key)
+        got = values[col.name]
+        if want is None:
+            fill = {"str": "", "int64": 0, "bool": False, "json": None}
+            assert math.isnan(got) if col.kind == "float64" else got == fill.get(col.kind, [])
+        else:
+            assert got == want and (col.kind != "json" or orjson.dumps(got) == orjson.dumps(want))
+
+
+@pytest.fixture(scope="module")
+def pairs(shared_data: Path) -> dict[str, tuple[Path, Path]]:
+    root = shared_data / "jsonl"
+    return {name: (root / a, root / b) for name, (a, b) in PAIRS.items()}
+
+
+@pytest.fixture(scope="module")
+def expected(pairs) -> dict[str, dict[str, list[bytes]]]:
+    """Each split's rows in file order, converted without MindSpore (checked against MindSpore below)."""
+    out = {}
+    for name, (a, b) in pairs.items():
+        out[name] = {}
+        for split, path in (("train", a), ("test", b)):
+            ds = JSONLDataset(path)
+            schema = make_schema(ds)
+            out[name][split] = [_key(schema.convert(r)) for r in ds]
+    return out
+
+
+def _load(pair, **kw):
+    a, b = pair
+    return load_dataset("json", data_files={"train": str(a), "test": str(b)}, **kw)
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_every_row_equals_its_source_record(pairs, expected, name: str) -> None:
+    dsd = _load(pairs[name])
+    assert isinstance(dsd, dict) and list(dsd) == ["train", "test"]  # 🤗's rule: a dict when split=None
+    for split, path in zip(("train", "test"), pairs[name]):
+        records = list(JSONLDataset(path))
+        schema = make_schema(JSONLDataset(path))
+        assert dsd[split].get_col_names() == schema.column_names
+        assert dsd[split].get_dataset_size() == len(records)
+        rows = _rows(dsd[split])
+        assert len(rows) == len(records)
+        for row, record in zip(rows, records):
+            _check_row(schema, row, record)
+        assert [_key(r) for r in rows] == expected[name][split]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_worker_modes_give_the_same_rows_in_order(pairs, expected, mode: str) -> None:
+    for name, pair in pairs.items():
+        dsd = _load(pair, **MODES[mode])
+        for split in ("train", "test"):
+            assert [_key(r) for r in _rows(dsd[split])] == expected[name][split], (name, split)
+
+
+def test_shuffle_gives_the_same_multiset_in_another_order(pairs, expected) -> None:
+    for name, pair in pairs.items():
+        dsd = _load(pair, shuffle=True)
+        for split in ("train", "test"):
+            keys = [_key(r) for r in _rows(dsd[split])]
+            assert Counter(keys) == Counter(expected[name][split]) and keys != expected[name][split]
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["in order", "shuffled"])
+def test_two_shards_are_disjoint_and_complete(pairs, expected, shuffle: bool) -> None:
+    for name, pair in pairs.items():
+        shards = [_load(pair, num_shards=2, shard_id=k, shuffle=shuffle) for k in (0, 1)]
+        for split in ("train", "test"):
+            parts = [[_key(r) for r in _rows(s[split])] for s in shards]
+            full = expected[name][split]
+            assert Counter(parts[0]) + Counter(parts[1]) == Counter(full)  # nothing lost, nothing twice
+            assert abs(len(parts[0]) - len(parts[1])) <= 1
+            if not shuffle:
+                assert parts[0] == full[0::2] and parts[1] == full[1::2]
+
+
+def test_pad_shards_hands_sharding_to_mindspore(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(f'{{"i": {i}}}\n' for i in range(7)))
+    shards = [
+        to_generator_dataset(JSONLDataset(path), num_shards=2, shard_id=k, pad_shards=True) for k in (0, 1)
+    ]
+    sizes = [len(_rows(s)) for s in shards]
+    assert sizes == [4, 4]  # MindSpore's DistributedSampler repeats a row to even the shards out
+
+
+def test_split_slices_column_selection_and_single_split(pairs) -> None:
+    a, _ = pairs["xtuner chat + jglue"]
+    gd = load_dataset("json", data_files={"train": str(a)}, split="train[:10%]", column_names=["messages"])
+    rows = _rows(gd)
+    assert gd.get_col_names() == ["messages"] and len(rows) == 20
+    assert orjson.loads(str(rows[3][0])) == JSONLDataset(a)[3]["messages"]
+    assert list(load_dataset(str(a))) == ["train"]  # one split, still a dict (as 🤗)
+
+
+def test_streaming_sources_shuffle_and_shard_in_the_source(pairs, expected) -> None:
+    a, b = pairs["clue prompts + pairs"]
+    dsd = _load((a, b), streaming=True)
+    assert [_key(r) for r in _rows(dsd["test"])] == expected["clue prompts + pairs"]["test"]
+    full = expected["clue prompts + pairs"]["train"]
+    parts = [
+        [_key(r) for r in _rows(_load((a, b), streaming=True, num_shards=2, shard_id=k)["train"])]
+        for k in (0, 1)
+    ]
+    assert parts == [full[0::2], full[1::2]]
+    gd = to_generator_dataset(JSONLStream(a), shuffle=True, seed=5, buffer_size=64)
+    first = [_key(r) for r in _rows(gd)]
+    assert Counter(first) == Counter(full) and first != full
+
+
+def test_two_epochs_and_iterable_reshuffle(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(f'{{"i": {i}}}\n' for i in range(40)))
+    src = make_source(JSONLStream(path), shuffle=True, seed=1, buffer_size=8)
+    epochs = [[int(i) for (i,) in src] for _ in range(2)]
+    assert sorted(epochs[0]) == sorted(epochs[1]) == list(range(40)) and epochs[0] != epochs[1]
+    gd = to_generator_dataset(JSONLDataset(path), num_parallel_workers=2)
+    it = gd.create_tuple_iterator(output_numpy=True, num_epochs=2)
+    assert [int(i) for _epoch in range(2) for (i,) in it] == list(range(40)) * 2
+
+
+def test_json_path_refuses_what_it_cannot_honour(pairs) -> None:
+    a, _ = pairs["llama_factory chat"]
+    with pytest.raises(TypeError, match="field, token"):
+        load_dataset("json", data_files=str(a), field="data", token="x")
+    with pytest.raises(TypeError, match="storage_options"):
+        load_dataset(str(a), storage_options={"anon": True})
+    # 🤗's preparation-only parameters have nothing to prepare here: accepted, no effect
+    gd = load_dataset(str(a), split="train[:2]", download_mode="reuse_dataset_if_exists", keep_in_memory=True)
+    assert len(_rows(gd)) == 2
+
+
+def test_num_proc_and_cache_dir_drive_the_index(pairs, tmp_path: Path) -> None:
+    a, _ = pairs["clue nested"]
+    load_dataset(str(a), split="train", cache_dir=str(tmp_path / "idx"), num_proc=2)
+    assert [p.suffix for p in (tmp_path / "idx").iterdir() if p.suffix == ".npy"] == [".npy"]
+
+
+def test_no_distributed_context_means_no_shards() -> None:
+    assert _distributed_defaults(None, None) == (None, None)
+    assert _distributed_defaults(4, 1) == (4, 1)
+
+
+def test_missing_mindspore_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mindspore.dataset", None)  # what an uninstalled package looks like
+    with pytest.raises(MissingDependencyError, match=r"sjsonl\[mindspore\]"):
+        to_generator_dataset([{"a": 1}])
