@@ -4,8 +4,10 @@
 iterated, nothing is copied, and its shards (contiguous runs of a :class:`~sjsonl.dataset.JSONLDataset`, or
 the files of a :class:`~sjsonl.streaming.JSONLStream`) let a DataLoader's workers split the work. With
 ``streaming=False`` it gives a ``datasets.Dataset``, which 🤗 builds by writing every record to an Arrow file
-in its cache (``Dataset.from_generator``): one full pass and a second copy of the data, as 🤗's own JSON
-loader costs; it is reused while the data files are unchanged. Rows that are not JSON objects become
+in its cache (``Dataset.from_generator``): a second copy of the data and, as 🤗's own JSON loader costs,
+a full pass over it — two passes without ``features``, the first collecting the column names so that a
+record without some key gets null there (as 🤗's JSON loader does). The Arrow copy is reused while the
+data files are unchanged. Rows that are not JSON objects become
 ``{"value": row}``, as in :mod:`sjsonl.mindspore.columns`.
 
 The other direction needs no conversion: :func:`sjsonl.mindspore.to_generator_dataset` takes a 🤗
@@ -55,10 +57,19 @@ def hf_kind(obj: Any) -> str | None:
     return None
 
 
-def _generate(shards: Sequence[Any]) -> Iterator[dict]:
+def _generate(shards: Sequence[Any], keys: Sequence[str] | None = None) -> Iterator[dict]:
     for shard in shards:
         for rec in shard:
-            yield rec if type(rec) is dict else {"value": rec}
+            rec = rec if type(rec) is dict else {"value": rec}
+            yield rec if keys is None else {k: rec.get(k) for k in keys}
+
+
+def _all_keys(ds: JSONLDataset) -> list[str]:
+    # 🤗's Arrow writer needs every row to have every column; as its JSON loader does, a missing key is null.
+    keys: dict[str, None] = {}
+    for rec in ds:
+        keys.update(dict.fromkeys(rec if type(rec) is dict else ("value",)))
+    return list(keys)
 
 
 def _shards(ds: JSONLDataset | JSONLStream, num_shards: int | None) -> list[Any]:
@@ -125,6 +136,7 @@ def to_hf(
         features=features,
         cache_dir=cache_dir,
         keep_in_memory=keep_in_memory,
-        gen_kwargs={"shards": shards},
+        # keys is a tuple: 🤗 splits gen_kwargs *lists* between its worker processes
+        gen_kwargs={"shards": shards, "keys": None if features is not None else tuple(_all_keys(ds))},
         fingerprint=_fingerprint(shards, ds.files),
     )
