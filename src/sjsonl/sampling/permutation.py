@@ -8,9 +8,11 @@ range. A cipher is a bijection of ``[0, 2**w)``, so cycle walking restricted to 
 i.e. from the *count*, not from the largest index ``n - 1``, which loses a bit exactly at ``2**k + 1``).
 
 The cipher is an alternating unbalanced Feistel network: the ``w`` bits are split into a high part of
-``w // 2`` and a low part of ``w - w // 2`` bits, each round XORs a keyed hash of one part into the other
-and rotates, so odd widths need no padding to an even width and the domain stays below ``2 n``
-(on average fewer than two encryptions per position).
+``w // 2`` and a low part of ``w - w // 2`` bits; each round XORs a keyed multiply-shift hash of one part
+(the top bits of ``(part ^ key) * odd_multiplier`` mod 2**64, which depend on every bit of the part) into
+the other, and the parts swap roles. Odd widths need no padding to an even width, so the domain stays
+below ``2 n`` (on average fewer than two encryptions per position), and a round is four vectorised numpy
+operations.
 
 Round keys come from BLAKE2b of ``(n, seed, epoch)``, so the order is the same in every process and
 Python version (no ``hash()``), and different ``(seed, epoch)`` pairs give unrelated orders.
@@ -34,10 +36,6 @@ import numpy as np
 
 _ROUNDS = 8
 _M64 = (1 << 64) - 1
-# splitmix64's finaliser: a cheap, well-studied 64-bit mixer; its low bits depend on every input bit.
-_C1, _C2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
-_U1, _U2 = np.uint64(_C1), np.uint64(_C2)
-_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
 _TAKE_CHUNK = 1 << 20  # positions encrypted per numpy pass in take(): bounds the temporaries (~8 MB each)
 
 
@@ -48,10 +46,13 @@ def _width(n: int) -> int:
     return w
 
 
-def _round_keys(n: int, seed: int, epoch: int) -> list[int]:
-    material = f"sjsonl.Permutation/v1/n={n}/seed={int(seed)}/epoch={int(epoch)}".encode()
-    digest = hashlib.blake2b(material, digest_size=8 * _ROUNDS).digest()
-    return [int.from_bytes(digest[8 * r : 8 * r + 8], "little") for r in range(_ROUNDS)]
+def _round_keys(n: int, seed: int, epoch: int) -> tuple[list[int], list[int]]:
+    """Per-round XOR keys and odd multipliers, from BLAKE2b of ``(n, seed, epoch)``."""
+    material = f"sjsonl.Permutation/v2/n={n}/seed={int(seed)}/epoch={int(epoch)}".encode()
+    digest = hashlib.blake2b(material, digest_size=16 * _ROUNDS // 2).digest()
+    digest += hashlib.blake2b(material + b"/2", digest_size=16 * _ROUNDS // 2).digest()
+    words = [int.from_bytes(digest[8 * i : 8 * i + 8], "little") for i in range(2 * _ROUNDS)]
+    return words[:_ROUNDS], [w | 1 for w in words[_ROUNDS:]]
 
 
 class Permutation:
@@ -82,8 +83,9 @@ class Permutation:
         self.n, self.seed, self.epoch = n, int(seed), int(epoch)
         self._w = _width(n)
         self._hi = self._w // 2  # width of the high part before the first round (may be 0 when w == 1)
-        self._keys = _round_keys(n, self.seed, self.epoch)
+        self._keys, self._mults = _round_keys(n, self.seed, self.epoch)
         self._ukeys = [np.uint64(k) for k in self._keys]
+        self._umults = [np.uint64(m) for m in self._mults]
 
     # ----------------------------------------------------------------- protocol
     def __len__(self) -> int:
@@ -151,45 +153,29 @@ class Permutation:
         return y.view(np.int64)
 
     def _encrypt(self, x: np.ndarray) -> np.ndarray:
-        """One pass of the cipher over a uint64 array (in place where possible)."""
+        """One pass of the cipher over a uint64 array: four numpy operations per round."""
         hw, lw = self._hi, self._w - self._hi
+        hi = x >> np.uint64(lw)
+        lo = x & np.uint64((1 << lw) - 1)
         f = np.empty_like(x)
-        t = np.empty_like(x)
-        for key in self._ukeys:
-            lmask = np.uint64((1 << lw) - 1)
-            hmask = np.uint64((1 << hw) - 1)
-            # f = mix(low ^ key): the round function of the low part
-            np.bitwise_and(x, lmask, out=f)
-            np.bitwise_xor(f, key, out=f)
-            np.right_shift(f, _S30, out=t)
-            np.bitwise_xor(f, t, out=f)
-            np.multiply(f, _U1, out=f)
-            np.right_shift(f, _S27, out=t)
-            np.bitwise_xor(f, t, out=f)
-            np.multiply(f, _U2, out=f)
-            np.right_shift(f, _S31, out=t)
-            np.bitwise_xor(f, t, out=f)
-            # high ^= f, then rotate: the old low part becomes the high part of the next round
-            np.bitwise_and(f, hmask, out=f)
-            np.right_shift(x, np.uint64(lw), out=t)  # t = high
-            np.bitwise_xor(t, f, out=t)
-            np.bitwise_and(x, lmask, out=x)  # x = low
-            np.left_shift(x, np.uint64(hw), out=x)
-            np.bitwise_or(x, t, out=x)
-            hw, lw = lw, hw
-        return x
+        for key, mult in zip(self._ukeys, self._umults):
+            # Round: hi ^= top hw bits of (lo ^ key) * mult — a multiply-shift hash, whose top bits depend
+            # on every bit of lo. Then the parts swap roles (unbalanced widths alternate).
+            if hw:
+                np.bitwise_xor(lo, key, out=f)
+                np.multiply(f, mult, out=f)
+                np.right_shift(f, np.uint64(64 - hw), out=f)
+                np.bitwise_xor(hi, f, out=hi)
+            hi, lo, hw, lw = lo, hi, lw, hw
+        np.left_shift(hi, np.uint64(lw), out=hi)
+        return np.bitwise_or(hi, lo, out=hi)
 
     def _encrypt_int(self, x: int) -> int:
         """The same cipher on one Python int (the scalar path of ``p[i]``; equal to ``_encrypt``)."""
         hw, lw = self._hi, self._w - self._hi
-        for key in self._keys:
-            lmask, hmask = (1 << lw) - 1, (1 << hw) - 1
-            f = (x & lmask) ^ key
-            f ^= f >> 30
-            f = (f * _C1) & _M64
-            f ^= f >> 27
-            f = (f * _C2) & _M64
-            f ^= f >> 31
-            x = ((x & lmask) << hw) | ((x >> lw) ^ (f & hmask))
-            hw, lw = lw, hw
-        return x
+        hi, lo = x >> lw, x & ((1 << lw) - 1)
+        for key, mult in zip(self._keys, self._mults):
+            if hw:
+                hi ^= (((lo ^ key) * mult) & _M64) >> (64 - hw)
+            hi, lo, hw, lw = lo, hi, lw, hw
+        return (hi << lw) | lo
