@@ -66,13 +66,16 @@ def pairs(shared_data: Path) -> dict[str, tuple[Path, Path]]:
 
 
 @pytest.fixture(scope="module")
-def expected(pairs) -> dict[str, dict[str, list[bytes]]]:
+def expected(pairs, tmp_path_factory) -> dict[str, dict[str, list[bytes]]]:
     """Each split's rows in file order, converted without MindSpore (checked against MindSpore below)."""
+    # A module fixture runs before the function-scoped autouse one that sets SJSONL_INDEX_DIR: name an index
+    # directory explicitly, or the indexes would land beside the shared data.
+    index_dir = tmp_path_factory.mktemp("index")
     out = {}
     for name, (a, b) in pairs.items():
         out[name] = {}
         for split, path in (("train", a), ("test", b)):
-            ds = JSONLDataset(path)
+            ds = JSONLDataset(path, index_dir=index_dir)
             schema = make_schema(ds)
             out[name][split] = [_key(schema.convert(r)) for r in ds]
     return out

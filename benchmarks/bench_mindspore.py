@@ -1,0 +1,216 @@
+"""Into MindSpore: time to first batch and rows/s, sjsonl vs the MindNLP route (🤗 Arrow + adapter).
+
+Both routes end in a ``mindspore.dataset.GeneratorDataset`` over the same generated short-record corpus
+(``sjsonl.sample``, ~180 B/record: half plain text, half chat ``messages``), batched by 32, one worker:
+
+- **sjsonl**: ``sjsonl.mindspore.load_dataset("json", data_files=…)`` — index build into a fresh index
+  directory every run, schema inference, GeneratorDataset over the raw file.
+- **MindNLP route** (the baseline): 🤗 ``datasets.load_dataset("json", data_files=…)`` into a fresh HF cache
+  directory (the Arrow conversion MindNLP's ``load_dataset`` ran), then a ``TransferDataset``-style map-style
+  adapter (``tuple(ds[i][c] for c in columns)``). As written MindNLP's adapter cannot run under numpy 2 /
+  MindSpore 2.10 (plain ``str``/``int`` values are refused; ``messages`` is a list of dicts, MindNLP issue
+  #1795), so the baseline converts each value with the same :class:`sjsonl.mindspore.Schema` sjsonl uses —
+  the comparison isolates the storage and access path.
+
+Time to first batch starts with MindSpore and 🤗 already imported and the data file in the page cache.
+Rows/s is measured over the first ``ROWS`` rows (steady state), in file order and shuffled.
+
+    python benchmarks/bench_mindspore.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("GLOG_v", "3")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+sys.path.insert(0, os.path.dirname(__file__))
+from common import corpus, markdown_table
+
+COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
+BATCH = 32
+
+
+def _first_batch(gd) -> float:
+    it = gd.batch(BATCH).create_tuple_iterator(output_numpy=True, num_epochs=1)
+    next(it)
+    return time.perf_counter()
+
+
+def _drain(gd) -> float:
+    """Seconds to pull every row of ``gd`` through MindSpore, in batches of BATCH."""
+    t0 = time.perf_counter()
+    for _ in gd.batch(BATCH).create_tuple_iterator(output_numpy=True, num_epochs=1):
+        pass
+    return time.perf_counter() - t0
+
+
+def _source_rate(source, rows: int, shuffle: bool) -> float:
+    """Rows/s of the adapter alone (``source[i]``), without MindSpore's per-row pipeline cost."""
+    import numpy as np
+
+    order = np.random.default_rng(0).permutation(len(source))[:rows] if shuffle else np.arange(rows)
+    t0 = time.perf_counter()
+    for i in order.tolist():
+        source[i]
+    return rows / (time.perf_counter() - t0)
+
+
+class TransferDataset:
+    """MindNLP's map-style adapter (mindnlp/dataset/load.py), converting values so MindSpore accepts them."""
+
+    def __init__(self, arrow_ds, schema) -> None:
+        self.ds, self.schema = arrow_ds, schema
+
+    def __getitem__(self, index):
+        return self.schema.convert(self.ds[int(index)])
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+
+class TransferIterableDataset:
+    """MindNLP's iterable adapter, for 🤗 streaming, converting values the same way."""
+
+    def __init__(self, hf_iterable, schema) -> None:
+        self.ds, self.schema = hf_iterable, schema
+
+    def __iter__(self):
+        return map(self.schema.convert, self.ds)
+
+
+def sjsonl_route(path: str, index_dir: str, streaming: bool = False):
+    from sjsonl.mindspore import load_dataset
+
+    return load_dataset("json", data_files=path, split="train", cache_dir=index_dir, streaming=streaming)
+
+
+def mindnlp_route(path: str, cache_dir: str, streaming: bool = False):
+    """MindNLP's load_dataset for a JSON file: 🤗 first, then an adapter into GeneratorDataset."""
+    import datasets
+    import mindspore.dataset as msd
+
+    from sjsonl.mindspore import make_schema
+
+    hf = datasets.load_dataset(
+        "json", data_files=path, split="train", cache_dir=cache_dir, streaming=streaming
+    )
+    adapter = TransferIterableDataset if streaming else TransferDataset
+    source = adapter(hf, make_schema(hf))
+    return msd.GeneratorDataset(source, column_names=source.schema.column_names, shuffle=False), source
+
+
+def _fresh_dir(root: str, name: str) -> str:
+    path = os.path.join(root, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+BASELINE = "🤗 load_dataset + MindNLP-style adapter (baseline)"
+
+
+def _ttfb(make, repeats: int) -> float:
+    times = []
+    for k in range(repeats):
+        t0 = time.perf_counter()
+        gd = make(k)
+        times.append(_first_batch(gd[0] if isinstance(gd, tuple) else gd) - t0)
+    return statistics.median(times)
+
+
+def _ttfb_rows(path: str, work: str, repeats_hf: int) -> list[dict]:
+    """Time to first batch: a first run (no index / empty 🤗 cache: building them is part of the time), a
+    second run (index / Arrow cache reused), and streaming (neither)."""
+    size = f"{os.path.getsize(path) >> 20} MiB"
+    scenarios = [
+        ("first run", lambda k: mindnlp_route(path, _fresh_dir(work, f"hf{k}")),
+         lambda k: sjsonl_route(path, _fresh_dir(work, f"idx{k}")), repeats_hf),
+        ("cache / index reused", lambda k: mindnlp_route(path, os.path.join(work, "hf0")),
+         lambda k: sjsonl_route(path, os.path.join(work, "idx0")), 3),
+        ("streaming=True", lambda k: mindnlp_route(path, os.path.join(work, "hf0"), streaming=True),
+         lambda k: sjsonl_route(path, os.path.join(work, "idx0"), streaming=True), 3),
+    ]  # fmt: skip
+    out = []
+    for label, hf_make, our_make, hf_repeats in scenarios:
+        t_hf, t_ours = _ttfb(hf_make, hf_repeats), _ttfb(our_make, 5)
+        title = f"time to first batch, {label}"
+        out.append(_row(title, BASELINE, f"{t_hf:.3f} s", "1.0×", f"{size}; {hf_repeats} runs"))
+        out.append(
+            _row(title, "sjsonl", f"{t_ours:.3f} s", f"{t_hf / t_ours:.0f}× faster", f"{size}; 5 runs")
+        )
+    return out
+
+
+def _rate_rows(sources: dict, rows: int, shuffle: bool) -> list[dict]:
+    import mindspore.dataset as msd
+
+    order = "shuffled" if shuffle else "file order"
+    into, alone = {}, {}
+    for name, source in sources.items():
+        # num_samples bounds the run (MindSpore 2.10 serves `.take(n)` of a large map-style source at ~100
+        # rows/s); the sampler still draws from the whole dataset.
+        into[name] = statistics.median(
+            rows / _drain(msd.GeneratorDataset(source, column_names=source.schema.column_names,
+                                               shuffle=shuffle, num_samples=rows))
+            for _ in range(3)
+        )  # fmt: skip
+        alone[name] = statistics.median(_source_rate(source, rows, shuffle) for _ in range(3))
+    out = []
+    for title, rates, note in [
+        (f"rows/s into MindSpore, 1 worker, {order}", into, f"{rows:,} rows, batch {BATCH}; 3 runs"),
+        (f"rows/s of the source alone, {order}", alone, "source[i], no MindSpore; 3 runs"),
+    ]:
+        base = rates[BASELINE]
+        out += [_row(title, k, f"{v:,.0f} rows/s", f"{v / base:.1f}×", note) for k, v in rates.items()]
+    return out
+
+
+def run(quick: bool = False) -> list[dict]:
+    import datasets
+    import mindspore.dataset  # noqa: F401  (imported up front: import time is part of neither route)
+
+    from sjsonl import JSONLDataset
+    from sjsonl.mindspore import make_schema, make_source
+
+    datasets.disable_progress_bars()
+    path = str(corpus("short", (16 if quick else 256) << 20))
+    with open(path, "rb") as f:  # into the page cache, for both routes
+        while f.read(1 << 24):
+            pass
+    work = tempfile.mkdtemp(prefix="sjsonl-bench-ms-")
+    try:
+        out = _ttfb_rows(path, work, 3 if quick else 2)
+        arrow = datasets.load_dataset(
+            "json", data_files=path, split="train", cache_dir=os.path.join(work, "hf0")
+        )
+        theirs = TransferDataset(arrow, make_schema(arrow))
+        ours = make_source(JSONLDataset(path, index_dir=os.path.join(work, "idx0")))
+        for shuffle in (False, True):
+            out += _rate_rows({BASELINE: theirs, "sjsonl": ours}, 20_000 if quick else 100_000, shuffle)
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _row(benchmark: str, variant: str, median: str, ratio: str, note: str) -> dict:
+    return {"benchmark": benchmark, "variant": variant, "median": median, "ratio": ratio, "note": note}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="16 MiB corpus instead of 256 MiB")
+    args = parser.parse_args()
+    print(markdown_table(run(args.quick), COLUMNS))
+
+
+if __name__ == "__main__":
+    main()
