@@ -159,6 +159,7 @@ def test_is_jsonl_source(tmp_path: Path) -> None:
         not is_jsonl_source(tmp_path / "c") and not is_jsonl_source("csv") and not is_jsonl_source("org/name")
     )
     assert is_jsonl_source(tmp_path / "c", data_files="meta.json")
+    assert not is_jsonl_source("json", data_files=[str(tmp_path / "j/a.jsonl"), "hf://datasets/x/y.jsonl"])
 
 
 def test_real_shared_files(shared_data: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +45,7 @@ def test_column_order_is_first_appearance_and_features_override() -> None:
     rows = [{"b": 1, "a": "x"}, {"c": 2.5, "a": "y"}]
     assert infer_schema(rows).column_names == ["b", "a", "c"]
     import datasets
+
     features = datasets.Features(
         {
             "c": datasets.Value("float32"),
@@ -126,3 +129,12 @@ def test_schema_select_equality_and_pickling() -> None:
     assert clone == schema and clone.convert({"a": 2})[0] == 2
     with pytest.raises(ValueError, match="kind"):
         Schema([Column("x", "complex")])
+
+
+def test_importing_sjsonl_and_its_adapters_imports_no_framework() -> None:
+    code = (
+        "import sys, sjsonl, sjsonl.loading, sjsonl.streaming, sjsonl.hf, sjsonl.mindspore; "
+        "print(sorted({'mindspore', 'datasets', 'torch'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

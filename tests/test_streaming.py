@@ -58,7 +58,7 @@ def test_views_compose_in_call_order(tmp_path: Path) -> None:
     assert ids(s.shard(2, 1).take(2)) == [1, 3]
     assert ids(s.skip(3).take(2)) == [3, 4]
     shards = [ids(s.shard(3, k)) for k in range(3)]
-    assert sorted(sum(shards, [])) == list(range(12)) and shards[1] == [1, 4, 7, 10]
+    assert sorted(i for shard in shards for i in shard) == list(range(12)) and shards[1] == [1, 4, 7, 10]
     shuffled = ids(s.shuffle(seed=3, buffer_size=4))
     assert sorted(shuffled) == list(range(12)) and shuffled != list(range(12))
     assert shuffled == ids(s.shuffle(seed=3, buffer_size=4))

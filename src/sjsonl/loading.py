@@ -196,20 +196,34 @@ def resolve_data_files(
     raise FileNotFoundError(f"no such file, directory or matching files: {path!r}")
 
 
+def _flat(data_files: DataFiles | None) -> list[PathLike]:
+    if data_files is None:
+        return []
+    if isinstance(data_files, (str, os.PathLike)):
+        return [data_files]
+    values = data_files.values() if isinstance(data_files, Mapping) else [data_files]
+    return [f for v in values for f in ([v] if isinstance(v, (str, os.PathLike)) else v)]
+
+
 def is_jsonl_source(
     path: PathLike, data_dir: PathLike | None = None, data_files: DataFiles | None = None
 ) -> bool:
     """Whether 🤗 would read these data with its ``json`` builder — the sources sjsonl reads itself.
 
-    True for ``path="json"``; for a JSON file or a glob of them; for a directory (or ``data_files``) whose
-    most common file extension is ``.json``, ``.jsonl`` or ``.ndjson`` (🤗's rule). False for anything else —
-    other formats, Hub dataset names — without touching the network.
+    True for ``path="json"`` with local files; for a JSON file or a glob of them; for a directory (or
+    ``data_files``) whose most common file extension is ``.json``, ``.jsonl`` or ``.ndjson`` (🤗's rule).
+    False for anything else — other formats, Hub dataset names, URLs (🤗 downloads those) — without
+    touching the network.
 
     Example:
         >>> is_jsonl_source("json"), is_jsonl_source("csv"), is_jsonl_source("user/some_dataset")
         (True, False, False)
+        >>> is_jsonl_source("json", data_files={"train": "https://example.com/train.jsonl"})
+        False
     """
     path = os.fspath(path)
+    if "://" in path or any("://" in os.fspath(f) for f in _flat(data_files)):
+        return False
     if path == "json":
         return True
     if data_files is None and os.path.isfile(path):
