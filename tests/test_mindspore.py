@@ -209,6 +209,13 @@ def test_sources_pickle_small_and_work_after_unpickling(pairs) -> None:
             assert [_key(r) for r in clone] == [_key(r) for r in source]
 
 
+def test_an_empty_split_is_an_empty_dataset(tmp_path: Path) -> None:
+    (tmp_path / "train.jsonl").write_text('{"a": 1}\n')
+    (tmp_path / "test.jsonl").write_text("\n")  # blank lines only: no records
+    dsd = load_dataset(str(tmp_path), shuffle=True, num_shards=2, shard_id=0)
+    assert len(_rows(dsd["train"])) == 1 and _rows(dsd["test"]) == []
+
+
 def test_no_distributed_context_means_no_shards() -> None:
     assert _distributed_defaults(None, None) == (None, None)
     assert _distributed_defaults(4, 1) == (4, 1)

@@ -86,6 +86,7 @@ def test_non_object_rows_become_one_value_column(shared_data: Path) -> None:
         assert orjson.loads(str(value)) == rec
     assert infer_schema([[1, 2], [3]]).convert([4, 5])[0].tolist() == [4, 5]
     assert infer_schema(["a", 1, {"k": 2}]).columns[0].kind == "json"  # objects mixed in: JSON text
+    assert infer_schema([]).columns == (Column("value", "json"),)  # an empty split still has a column
 
 
 def test_json_text_is_lossless_even_where_strings_are_not() -> None:

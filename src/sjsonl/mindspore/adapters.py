@@ -227,7 +227,7 @@ def make_source(
         schema = make_schema(data, features, infer_rows)
     if column_names is not None:
         schema = schema.select([column_names] if isinstance(column_names, str) else list(column_names))
-    if _is_map_style(data):
+    if _is_map_style(data) and len(data):  # MindSpore refuses an empty map-style source; an iterable is fine
         return MapSource(data, schema, num_shards=num_shards, shard_id=shard_id)
     return IterSource(data, schema, num_shards=num_shards, shard_id=shard_id, **iter_options)
 
@@ -273,7 +273,7 @@ def to_generator_dataset(
     """
     msd = require("mindspore.dataset", "mindspore")
     num_shards, shard_id = _distributed_defaults(num_shards, shard_id)
-    ms_shards = pad_shards and _is_map_style(ds)
+    ms_shards = pad_shards and _is_map_style(ds) and len(ds) > 0
     source = make_source(
         ds,
         column_names=column_names,

@@ -22,10 +22,11 @@ null or ``[]``
 =====================================================  ====================================  ===============
 
 Rows that are not JSON objects (a JSON array per line, say) become one column, ``value``, converted by the
-same table (an array of message objects → its JSON text). Columns appear in the order their keys first
-appear in the sample. With 🤗 ``features``, the columns are exactly the features' keys in their order;
-``Value`` and ``ClassLabel`` features fix the dtype (string → ``<U``, any int → int64, any float → float64,
-bool → bool); other features are inferred from the data as above.
+same table (an array of message objects → its JSON text); so does an empty dataset (no rows to name
+columns). Columns appear in the order their keys first appear in the sample. With 🤗 ``features``, the
+columns are exactly the features' keys in their order; ``Value`` and ``ClassLabel`` features fix the dtype
+(string → ``<U``, any int → int64, any float → float64, bool → bool); other features are inferred from the
+data as above.
 
 Fine print: strings travel as numpy unicode, which cannot end in NUL (numpy drops trailing ``"\\0"``), and
 MindSpore cannot carry lone surrogates (``"\\ud800"``, valid in JSON), which become U+FFFD. The JSON-text
@@ -213,8 +214,9 @@ def infer_schema(rows: Iterable[Any], features: Mapping[str, Any] | None = None)
         else:
             other = True
             whole = _merge(whole, _signature(row))
-    if other:
-        # Non-object rows: the whole row is one column (JSON text when objects are mixed in).
+    if other or (not objects and features is None):
+        # Non-object rows: the whole row is one column (JSON text when objects are mixed in). No rows at all
+        # (an empty split): the same single JSON-text column, since MindSpore needs at least one.
         return Schema([_column(VALUE_COLUMN, _JSON if objects else whole, None)])
     if features is not None:
         columns = []
