@@ -62,3 +62,13 @@ def run_unprivileged(code: str, *args: str, env: dict | None = None):
     full_env = {**os.environ, **(env or {})}
     full_env = {k: v for k, v in full_env.items() if v is not None}
     return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=120)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if any test left an index (or anything else of ours) inside ../shared/data."""
+    if not SHARED_DATA.is_dir():
+        return
+    stray = [p for p in SHARED_DATA.rglob("*") if p.name.endswith((".index.npy", ".meta.json", ".tmp"))]
+    if stray:
+        print(f"\nERROR: tests wrote into {SHARED_DATA} (it is read-only input): {stray[:5]}")
+        session.exitstatus = 1
