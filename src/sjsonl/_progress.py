@@ -12,9 +12,12 @@ PROGRESS_MIN_BYTES = 256 << 20
 class Progress:
     """A byte counter that drives a tqdm bar when enabled; a no-op otherwise."""
 
-    def __init__(self, total: int, desc: str, enabled: bool | None) -> None:
+    def __init__(self, total: int | None, desc: str, enabled: bool | None, *, size_hint: int = 0) -> None:
+        # total None: not known in advance (a compressed file); the bar then counts bytes without a
+        # percentage, and size_hint (the stored size) decides whether the file is large enough for one
         if enabled is None:
-            enabled = total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
+            big = (total if total is not None else size_hint) >= PROGRESS_MIN_BYTES
+            enabled = big and sys.stderr.isatty()
         self._bar = None
         if enabled:
             try:

@@ -1,4 +1,4 @@
-"""Build, find and validate the index of one local data file.
+"""Build, find and validate the index of one data file, whatever its storage.
 
 Example:
     >>> import os, tempfile
@@ -12,55 +12,71 @@ Example:
 
 from __future__ import annotations
 
+import mmap
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleIndexError
-from ..storage import LocalFile
-from .scan import scan_record_starts
+from ..storage import DataStamp, Storage
+from .scan import CHUNK_BYTES, scan_record_starts, scan_stream
 from .store import (
-    DataStamp,
     IndexMeta,
     candidate_index_paths,
     load_offsets,
     read_meta,
+    seek_state_path,
+    write_index,
     write_index_somewhere,
+    write_seek_state,
 )
 
+_BUFFERS = (bytes, bytearray, memoryview, mmap.mmap)
 
-def current_stamp(storage: LocalFile, st: os.stat_result | None = None) -> DataStamp:
-    st = st or storage.stat()
-    return DataStamp(st.st_size, st.st_mtime_ns, storage.fingerprint(st.st_size))
+
+def _scan(storage: Storage, before: DataStamp, workers: int | None, progress: bool | None):
+    """(offsets, bytes scanned): threads over a memory map, or one pass over the storage's chunks."""
+    desc = f"indexing {os.path.basename(storage.path)}"
+    buffer = getattr(storage, "buffer", None)
+    if buffer is not None:
+        buf = buffer()
+        size = len(buf)
+        bar = Progress(size, desc, progress)
+        try:
+            return scan_record_starts(buf, size, workers=workers, on_progress=bar.update), size
+        finally:
+            bar.close()
+    # a compressed file's logical size is unknown until it has been read: the bar then only counts
+    bar = Progress(before.size if before.size >= 0 else None, desc, progress, size_hint=before.stored)
+    try:
+        return scan_stream(storage.chunks(CHUNK_BYTES), on_progress=bar.update)  # type: ignore[attr-defined]
+    finally:
+        bar.close()
 
 
 def build_offsets(
-    storage: LocalFile, *, workers: int | None = None, progress: bool | None = None
+    storage: Storage, *, workers: int | None = None, progress: bool | None = None
 ) -> tuple[np.ndarray, DataStamp]:
     """Scan ``storage`` and return (record start offsets, stamp of the bytes that were scanned).
 
-    A file that changes while it is being scanned is scanned again (twice at most), so the stamp always
+    Data that changes while it is being scanned is scanned again (twice at most), so the stamp always
     describes the bytes the offsets came from.
     """
     for _attempt in range(3):
-        fresh = LocalFile(storage.path)  # map the file as it is now, not as an older map saw it
-        before = fresh.stat()
-        buf = fresh.buffer()
-        size = len(buf)
-        bar = Progress(size, f"indexing {os.path.basename(storage.path)}", progress)
+        fresh = storage.reopen()  # read the data as it is now, not as an older map or handle saw it
         try:
-            offsets = scan_record_starts(buf, size, workers=workers, on_progress=bar.update)
+            before = fresh.stamp(fingerprint=False)
+            offsets, size = _scan(fresh, before, workers, progress)
+            after = fresh.stamp()
         finally:
-            bar.close()
-        after = fresh.stat()
-        stamp = current_stamp(fresh, before)
-        fresh.close()
-        unchanged = (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
-        if unchanged and size == before.st_size:
-            return offsets, stamp
+            if fresh is not storage:
+                fresh.close()
+        unchanged = before.describe_change(after, content=False) is None
+        if unchanged and (before.stored_size is not None or size == before.size):
+            return offsets, replace(after, size=size)
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
 
 
@@ -71,18 +87,18 @@ class LoadedIndex:
     path: str | None  # where it lives on disk (None: in memory only)
 
 
-def meta_for(storage: LocalFile, offsets: np.ndarray, stamp: DataStamp) -> IndexMeta:
+def meta_for(storage: Storage, offsets: np.ndarray, stamp: DataStamp) -> IndexMeta:
     return IndexMeta(stamp=stamp, records=len(offsets), dtype=str(offsets.dtype), data_path=storage.path)
 
 
 def find_index(
-    storage: LocalFile, *, index_dir: str | None = None, index_path: str | None = None
+    storage: Storage, *, index_dir: str | None = None, index_path: str | None = None
 ) -> tuple[LoadedIndex | None, list[str]]:
     """An index on disk that matches the data as it is now, or ``None`` and why each candidate failed."""
     paths = [os.path.expanduser(index_path)] if index_path else candidate_index_paths(storage.path, index_dir)
-    st = storage.stat()
+    quick = storage.stamp(fingerprint=False)  # a stat, or one HEAD request for a remote object
+    full: DataStamp | None = None  # with the fingerprint: computed only when everything else matches
     problems: list[str] = []
-    now: DataStamp | None = None
     for path in paths:
         try:
             meta = read_meta(path)
@@ -97,23 +113,56 @@ def find_index(
             # e.g. data.json and data.jsonl side by side share the name data.index.npy
             problems.append(f"index {path} belongs to {meta.data_path}")
             continue
-        if meta.stamp.size != st.st_size or meta.stamp.mtime_ns != st.st_mtime_ns:
-            now = DataStamp(st.st_size, st.st_mtime_ns, "")
-        elif now is None or not now.fingerprint:
-            now = current_stamp(storage, st)
+        now = quick
+        if meta.stamp.describe_change(quick, content=False) is None:
+            now = full = full or storage.stamp()
         change = meta.stamp.describe_change(now)
         if change is not None:
             problems.append(f"index {path} is stale: {change}")
             continue
         try:
-            return LoadedIndex(load_offsets(path, meta), meta.stamp, path), problems
+            found = LoadedIndex(load_offsets(path, meta), meta.stamp, path)
         except (FileNotFoundError, IndexFileError) as exc:
             problems.append(str(exc))
+            continue
+        attach = getattr(storage, "attach_seek_state", None)
+        if attach is not None:  # gzip: seek points saved beside the index spare a full decompression
+            attach(seek_state_path(path), meta.stamp)
+        return found, problems
     return None, problems
 
 
+def save_index(
+    storage: Storage,
+    offsets: np.ndarray,
+    stamp: DataStamp,
+    *,
+    index_dir: str | None = None,
+    index_path: str | None = None,
+) -> str:
+    """Write the index (``index_path``, else beside the data or in the cache directory); return where.
+
+    A storage with seek state worth keeping (gzip seek points) gets it written beside the index; that
+    file only speeds up reopening, so failing to write it is not an error."""
+    meta = meta_for(storage, offsets, stamp)
+    if index_path:
+        written = write_index(os.path.abspath(os.path.expanduser(index_path)), offsets, meta)
+    else:
+        written = write_index_somewhere(storage.path, offsets, meta, index_dir)
+    export = getattr(storage, "export_seek_state", None)
+    blob = export(stamp) if export is not None else None
+    if blob:
+        try:
+            write_seek_state(seek_state_path(written), blob)
+        except OSError:
+            pass
+        else:
+            storage.attach_seek_state(seek_state_path(written), stamp)  # type: ignore[attr-defined]
+    return written
+
+
 def load_or_build_index(
-    storage: LocalFile,
+    storage: Storage,
     *,
     build: bool = True,
     index_dir: str | None = None,
@@ -131,25 +180,29 @@ def load_or_build_index(
             raise StaleIndexError(f"{problems[-1]}; {hint}")
         raise IndexFileError(f"no index for {storage.path}; {hint}")
     offsets, stamp = build_offsets(storage, workers=workers, progress=progress)
-    meta = meta_for(storage, offsets, stamp)
     try:
-        if index_path:
-            from .store import write_index
-
-            written = write_index(os.path.expanduser(index_path), offsets, meta)
-        else:
-            written = write_index_somewhere(storage.path, offsets, meta, index_dir)
+        written: str | None = save_index(storage, offsets, stamp, index_dir=index_dir, index_path=index_path)
     except OSError as exc:  # an index we cannot save still serves this process
         warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=3)
         written = None
     return LoadedIndex(offsets, stamp, written)
 
 
-def line_number_at(buf, offset: int) -> int:
-    """1-based line number of the line starting at byte ``offset`` (counts ``\\n`` before it)."""
+def line_number_at(source, offset: int) -> int:
+    """1-based line number of the line starting at byte ``offset`` (counts ``\\n`` before it).
+
+    ``source`` is a buffer (counted in place) or a storage (read in pieces from the start: for compressed
+    or remote data this costs reading everything before ``offset`` — paid only when reporting an error).
+    """
     count = 0
-    step = 64 << 20
+    if isinstance(source, _BUFFERS):
+        step = 64 << 20
+        for lo in range(0, offset, step):
+            hi = min(offset, lo + step)
+            count += int(np.count_nonzero(np.frombuffer(source, np.uint8, count=hi - lo, offset=lo) == 0x0A))
+        return count + 1
+    step = 8 << 20
     for lo in range(0, offset, step):
-        hi = min(offset, lo + step)
-        count += int(np.count_nonzero(np.frombuffer(buf, np.uint8, count=hi - lo, offset=lo) == 0x0A))
+        piece = source.read(lo, min(offset, lo + step))
+        count += piece.count(b"\n")
     return count + 1

@@ -7,11 +7,16 @@ in the same directory, then ``os.replace``), index first, so a reader sees the o
 a pair whose metadata does not match and is therefore treated as stale — never a torn array.
 
 When the data's directory is not writable, or ``index_dir=`` / ``$SJSONL_INDEX_DIR`` is given, the index
-goes to a cache directory under a name keyed by the data file's absolute path.
+goes to a cache directory under a name keyed by the data file's absolute path. The index of a remote file
+(a URL) always lives in the cache directory, keyed by the URL: sjsonl never writes to remote storage.
+
+Compressed files keep their whole name: ``data.jsonl.gz`` → ``data.jsonl.gz.index.npy``, so it never
+shares an index name with a ``data.jsonl`` beside it (the two would evict each other's index on every
+open). A gzip file's seek points go beside its index as ``data.jsonl.gz.index.seekpoints``.
 
 Example:
-    >>> default_index_path("/data/train.jsonl")
-    '/data/train.index.npy'
+    >>> default_index_path("/data/train.jsonl"), default_index_path("/data/train.jsonl.gz")
+    ('/data/train.index.npy', '/data/train.jsonl.gz.index.npy')
 """
 
 from __future__ import annotations
@@ -21,36 +26,18 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import IndexFileError
+from ..storage import DataStamp, is_url
 
 FORMAT_VERSION = 1
 INDEX_SUFFIX = ".index.npy"
 META_SUFFIX = ".meta.json"
+SEEK_STATE_SUFFIX = ".seekpoints"
 _DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
-
-
-@dataclass(frozen=True)
-class DataStamp:
-    """What an index remembers of its data file, to tell whether it still matches."""
-
-    size: int
-    mtime_ns: int
-    fingerprint: str
-
-    def describe_change(self, other: DataStamp) -> str | None:
-        """Why ``other`` (the file now) differs from this stamp (the file indexed), or ``None``."""
-        if other.size != self.size:
-            verb = "appended to" if other.size > self.size else "truncated"
-            return f"data file was {verb} ({self.size} -> {other.size} bytes)"
-        if other.mtime_ns != self.mtime_ns:
-            return "data file was modified (mtime changed)"
-        if other.fingerprint != self.fingerprint:
-            return "data file content changed (fingerprint differs)"
-        return None
 
 
 @dataclass(frozen=True)
@@ -62,7 +49,14 @@ class IndexMeta:
     version: int = FORMAT_VERSION
 
     def to_json(self) -> bytes:
-        return json.dumps(asdict(self), indent=1).encode()
+        d = {
+            "stamp": self.stamp.to_dict(),
+            "records": self.records,
+            "dtype": self.dtype,
+            "data_path": self.data_path,
+            "version": self.version,
+        }
+        return json.dumps(d, indent=1).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> IndexMeta:
@@ -79,6 +73,12 @@ class IndexMeta:
 def meta_path_for(index_path: str) -> str:
     base = index_path[:-4] if index_path.endswith(".npy") else index_path
     return base + META_SUFFIX
+
+
+def seek_state_path(index_path: str) -> str:
+    """Where a storage's seek state (gzip seek points) lives beside the index ``index_path``."""
+    base = index_path[:-4] if index_path.endswith(".npy") else index_path
+    return base + SEEK_STATE_SUFFIX
 
 
 def _stem(data_path: str) -> str:
@@ -100,8 +100,9 @@ def default_cache_dir() -> str:
 
 
 def cache_index_path(data_path: str, index_dir: str) -> str:
-    """Index path inside ``index_dir``, keyed by the data file's absolute path."""
-    key = hashlib.sha256(os.path.abspath(data_path).encode()).hexdigest()[:16]
+    """Index path inside ``index_dir``, keyed by the data file's absolute path (or its URL)."""
+    where = data_path if is_url(data_path) else os.path.abspath(data_path)
+    key = hashlib.sha256(where.encode()).hexdigest()[:16]
     return os.path.join(os.path.expanduser(index_dir), f"{_stem(data_path)}-{key}{INDEX_SUFFIX}")
 
 
@@ -116,6 +117,8 @@ def candidate_index_paths(data_path: str, index_dir: str | None = None) -> list[
     chosen = index_dir_from_env(index_dir)
     if chosen is not None:
         return [cache_index_path(data_path, chosen)]
+    if is_url(data_path):
+        return [cache_index_path(data_path, default_cache_dir())]
     return [default_index_path(data_path), cache_index_path(data_path, default_cache_dir())]
 
 
@@ -173,9 +176,17 @@ def write_index_somewhere(data_path: str, offsets: np.ndarray, meta: IndexMeta, 
     chosen = index_dir_from_env(index_dir)
     if chosen is not None:
         return write_index(cache_index_path(data_path, chosen), offsets, meta)
+    if is_url(data_path):
+        return write_index(cache_index_path(data_path, default_cache_dir()), offsets, meta)
     try:
         return write_index(default_index_path(data_path), offsets, meta)
     except (PermissionError, OSError) as exc:
         if isinstance(exc, OSError) and exc.errno not in (1, 13, 30):  # EPERM, EACCES, EROFS
             raise
         return write_index(cache_index_path(data_path, default_cache_dir()), offsets, meta)
+
+
+def write_seek_state(path: str, blob: bytes) -> str:
+    """Write a storage's seek state atomically (see :func:`seek_state_path`). Returns ``path``."""
+    _atomic_write(path, lambda f: f.write(blob))
+    return path

@@ -1,9 +1,8 @@
-"""Storage layer: a data file as byte ranges.
+"""Local uncompressed files: a read-only memory map.
 
-One small interface, :class:`Storage` — ``size``, ``read(start, end)`` and, where the bytes can be mapped,
-``buffer()`` for zero-copy slicing. :class:`LocalFile` is the local implementation: a read-only memory map
-(no shared file offset, so it is fork-safe) opened lazily and dropped on pickling, so each process that
-unpickles a dataset maps the file for itself.
+:class:`LocalFile` maps the file lazily (no shared file offset, so it is fork-safe) and drops the map on
+pickling, so each process that unpickles a dataset maps the file for itself. It is the one storage with
+``buffer()``: the index scan and the hot read path slice the map directly.
 
 Example:
     >>> import os, tempfile
@@ -17,51 +16,27 @@ Example:
 from __future__ import annotations
 
 import errno
-import hashlib
 import mmap
 import os
-import stat as stat_module
-from typing import Protocol
+from collections.abc import Sequence
 
-from .errors import DataFileError
-
-#: Bytes hashed at each end of a file for its fingerprint (small files are hashed whole).
-FINGERPRINT_SPAN = 1 << 16
-
-
-class Storage(Protocol):
-    """What every storage backend offers the layers above it."""
-
-    path: str
-
-    @property
-    def size(self) -> int: ...
-
-    def read(self, start: int, end: int) -> bytes: ...
-
-
-def resolve_path(path: str | os.PathLike[str]) -> str:
-    """Absolute path with ``~`` expanded."""
-    return os.path.abspath(os.path.expanduser(os.fspath(path)))
-
-
-def stat_data_file(path: str) -> os.stat_result:
-    """``os.stat`` of a data file, with one-line errors for the usual mistakes."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise DataFileError(errno.ENOENT, f"no such data file: {path}") from None
-    except PermissionError:
-        raise DataFileError(errno.EACCES, f"permission denied reading data file: {path}") from None
-    if stat_module.S_ISDIR(st.st_mode):
-        raise DataFileError(errno.EISDIR, f"expected a JSONL file, got a directory: {path}")
-    return st
+from ..errors import DataFileError
+from .base import DataStamp, fingerprint_of, read_sequentially, resolve_path, stat_data_file
 
 
 class LocalFile:
-    """A local file read through a lazily opened, read-only memory map."""
+    """A local file read through a lazily opened, read-only memory map.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "wb").write(b'[1]\\n[2]\\n')
+        >>> LocalFile(path).buffer()[4:7]
+        b'[2]'
+    """
 
     __slots__ = ("_mm", "path")
+    coalesce_gap = 0  # slicing a map costs nothing per range: never read through gaps
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = resolve_path(path)
@@ -99,17 +74,22 @@ class LocalFile:
     def read(self, start: int, end: int) -> bytes:
         return self.buffer()[start:end]
 
+    def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        return read_sequentially(self, ranges)
+
     def fingerprint(self, size: int) -> str:
         """Hash of the first and last :data:`FINGERPRINT_SPAN` bytes of ``[0, size)`` (all of it if small)."""
         buf = self.buffer()
-        h = hashlib.blake2b(digest_size=16)
-        h.update(size.to_bytes(8, "little"))
-        if size <= 2 * FINGERPRINT_SPAN:
-            h.update(buf[:size])
-        else:
-            h.update(buf[:FINGERPRINT_SPAN])
-            h.update(buf[size - FINGERPRINT_SPAN : size])
-        return h.hexdigest()
+        return fingerprint_of(lambda ranges: [buf[lo:hi] for lo, hi in ranges], size)
+
+    def stamp(self, *, fingerprint: bool = True) -> DataStamp:
+        """Size, mtime and (unless ``fingerprint=False``) the head/tail hash of the file as it is now."""
+        st = self.stat()
+        return DataStamp(st.st_size, st.st_mtime_ns, self.fingerprint(st.st_size) if fingerprint else "")
+
+    def reopen(self) -> LocalFile:
+        """A new map of the file as it is now (an existing map does not see the file grow)."""
+        return LocalFile(self.path)
 
     def close(self) -> None:
         mm, self._mm = self._mm, None

@@ -1,0 +1,94 @@
+"""Storage layer: a data file as byte ranges.
+
+One small interface, :class:`Storage` — ``size``, ``read(start, end)`` and, where the bytes can be mapped,
+``buffer()`` for zero-copy slicing — with one implementation per kind of data:
+
+- :class:`LocalFile` — a local uncompressed file, read through a memory map (the fast path);
+- :class:`~sjsonl.storage.compressed.GzipFile` — ``.gz``, random access through indexed_gzip seek points;
+- :class:`~sjsonl.storage.compressed.SeekableZstdFile` — ``.zst`` in the seekable zstd format;
+- :class:`~sjsonl.storage.remote.RemoteFile` — any fsspec URL (``s3://…``), read by byte ranges.
+
+:func:`open_storage` picks one from the path; a compressed remote file (``s3://b/x.jsonl.gz``) is a
+compressed storage over a remote one. Offsets are always *logical* (decompressed) bytes. Handles that carry
+a file position (indexed_gzip and zstd readers, fsspec filesystems) are opened lazily in each process,
+dropped on pickling, and reopened when the process id changes, so forked workers never share one.
+
+Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "wb").write(b'{"a": 1}\\n')
+    >>> f = open_storage(path)
+    >>> type(f).__name__, f.size, f.read(0, 8)
+    ('LocalFile', 9, b'{"a": 1}')
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .base import (
+    FINGERPRINT_SPAN,
+    DataStamp,
+    MemoryFile,
+    RangeView,
+    Storage,
+    byte_view,
+    is_url,
+    resolve_path,
+    stat_data_file,
+    suffix_of,
+)
+from .local import LocalFile
+
+GZIP_SUFFIXES = (".gz", ".gzip")
+ZSTD_SUFFIXES = (".zst", ".zstd")
+
+__all__ = [
+    "FINGERPRINT_SPAN",
+    "GZIP_SUFFIXES",
+    "ZSTD_SUFFIXES",
+    "DataStamp",
+    "LocalFile",
+    "MemoryFile",
+    "RangeView",
+    "Storage",
+    "byte_view",
+    "is_url",
+    "open_storage",
+    "resolve_path",
+    "stat_data_file",
+]
+
+
+def open_storage(path: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> Storage:
+    """The storage for ``path``: chosen by its form (URL or local) and its suffix (``.gz``, ``.zst``).
+
+    ``storage_options`` go to fsspec for URLs (credentials, ``endpoint_url``, …); local paths ignore them,
+    so one dict can serve a list that mixes local and remote files. ``file://`` URLs are local files.
+
+    Example:
+        >>> import gzip, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl.gz")
+        >>> _ = open(path, "wb").write(gzip.compress(b'{"a": 1}\\n'))
+        >>> f = open_storage(path)
+        >>> type(f).__name__, f.read(0, 8)
+        ('GzipFile', b'{"a": 1}')
+    """
+    text = os.fspath(path)
+    if is_url(text) and not text.startswith("file://"):
+        from .remote import RemoteFile
+
+        source: Any = RemoteFile(text, storage_options)
+    else:
+        source = LocalFile(text[len("file://") :] if text.startswith("file://") else text)
+    name = suffix_of(text)
+    if name.endswith(GZIP_SUFFIXES):
+        from .compressed import GzipFile
+
+        return GzipFile(source)
+    if name.endswith(ZSTD_SUFFIXES):
+        from .compressed import SeekableZstdFile
+
+        return SeekableZstdFile(source)
+    return source

@@ -1,0 +1,225 @@
+"""What every storage shares: the :class:`Storage` interface, :class:`DataStamp`, path helpers, byte views.
+
+Example:
+    >>> view = RangeView(MemoryFile(b'{"a": 1}\\n'))
+    >>> view[0:8]
+    b'{"a": 1}'
+    >>> DataStamp(9, 0, "f").describe_change(DataStamp(12, 0, "f"))
+    'data file was appended to (9 -> 12 bytes)'
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat as stat_module
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+from ..errors import DataFileError
+
+#: Bytes hashed at each end of a file for its fingerprint (small files are hashed whole).
+FINGERPRINT_SPAN = 1 << 16
+
+
+@dataclass(frozen=True)
+class DataStamp:
+    """What an index remembers of its data, to tell whether it still matches.
+
+    ``size`` is the number of bytes the offsets address — the *decompressed* size for ``.gz``/``.zst``
+    (``-1`` in a stamp taken without decompressing). ``stored_size`` is set only when the stored bytes
+    differ from those (compressed files); ``etag`` only for remote objects that report one. ``mtime_ns``
+    is ``0`` where the storage reports no modification time.
+
+    Example:
+        >>> old = DataStamp(100, 5, "ab", stored_size=40)
+        >>> old.describe_change(DataStamp(-1, 5, "ab", stored_size=40)) is None  # same compressed file
+        True
+    """
+
+    size: int
+    mtime_ns: int
+    fingerprint: str
+    stored_size: int | None = None
+    etag: str = ""
+
+    @property
+    def stored(self) -> int:
+        """Bytes as stored (compressed size for compressed files)."""
+        return self.size if self.stored_size is None else self.stored_size
+
+    def describe_change(self, other: DataStamp, *, content: bool = True) -> str | None:
+        """Why ``other`` (the data now) differs from this stamp (the data indexed), or ``None``.
+
+        With ``content=False`` the fingerprint is not compared (``other`` was taken without one)."""
+        if other.stored != self.stored:
+            verb = "appended to" if other.stored > self.stored else "truncated"
+            return f"data file was {verb} ({self.stored} -> {other.stored} bytes)"
+        if other.mtime_ns != self.mtime_ns:
+            return "data file was modified (mtime changed)"
+        if other.etag != self.etag:
+            return f"data object was replaced (ETag {self.etag} -> {other.etag})"
+        if content and other.fingerprint != self.fingerprint:
+            return "data file content changed (fingerprint differs)"
+        return None
+
+    def without_fingerprint(self) -> DataStamp:
+        return DataStamp(self.size, self.mtime_ns, "", self.stored_size, self.etag)
+
+    def to_dict(self) -> dict[str, Any]:
+        # Fields at their defaults are left out, so index metadata of plain local files keeps the
+        # three-field form older sjsonl versions read.
+        d = asdict(self)
+        if self.stored_size is None:
+            del d["stored_size"]
+        if not self.etag:
+            del d["etag"]
+        return d
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """What every storage backend offers the layers above it.
+
+    ``path`` names the data (absolute local path or URL); ``size`` is the number of logical bytes;
+    ``read(start, end)`` returns ``bytes[start:end]`` of them. Backends that can be memory-mapped also
+    offer ``buffer()`` (zero-copy slicing); the others offer ``chunks()`` for a sequential scan.
+    ``coalesce_gap`` is the largest gap between two wanted ranges that is cheaper to read through than to
+    skip with a second read (0: never merge). ``read_many`` may fetch several ranges concurrently.
+    """
+
+    path: str
+    coalesce_gap: int
+
+    @property
+    def size(self) -> int: ...
+
+    def read(self, start: int, end: int) -> bytes: ...
+
+    def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]: ...
+
+    def stamp(self, *, fingerprint: bool = True) -> DataStamp: ...
+
+    def reopen(self) -> Storage: ...
+
+    def close(self) -> None: ...
+
+
+def resolve_path(path: str | os.PathLike[str]) -> str:
+    """Absolute path with ``~`` expanded."""
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
+def is_url(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a URL (``protocol://…``) rather than a local path.
+
+    Example:
+        >>> is_url("s3://bucket/train.jsonl"), is_url("/data/train.jsonl")
+        (True, False)
+    """
+    return isinstance(path, str) and "://" in path
+
+
+def suffix_of(path: str) -> str:
+    """The lower-cased name of ``path`` without a URL's query string (for picking a codec)."""
+    return (urlsplit(path).path if is_url(path) else path).lower()
+
+
+def stat_data_file(path: str) -> os.stat_result:
+    """``os.stat`` of a data file, with one-line errors for the usual mistakes."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DataFileError(errno.ENOENT, f"no such data file: {path}") from None
+    except PermissionError:
+        raise DataFileError(errno.EACCES, f"permission denied reading data file: {path}") from None
+    if stat_module.S_ISDIR(st.st_mode):
+        raise DataFileError(errno.EISDIR, f"expected a JSONL file, got a directory: {path}")
+    return st
+
+
+def fingerprint_of(read_many: Callable[[Sequence[tuple[int, int]]], list[bytes]], size: int) -> str:
+    """Hash of the first and last :data:`FINGERPRINT_SPAN` bytes of ``[0, size)`` (all of it if small).
+
+    ``read_many`` fetches both ends in one call (concurrently, for remote storage)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(size.to_bytes(8, "little"))
+    if size <= 2 * FINGERPRINT_SPAN:
+        ranges = [(0, size)]
+    else:
+        ranges = [(0, FINGERPRINT_SPAN), (size - FINGERPRINT_SPAN, size)]
+    for part in read_many(ranges):
+        h.update(part)
+    return h.hexdigest()
+
+
+class RangeView:
+    """A storage seen as a sliceable buffer: ``view[start:end]`` is ``storage.read(start, end)``.
+
+    Lets the read paths written for a memory map (``buf[start:end]``) serve every other storage too."""
+
+    __slots__ = ("read",)
+
+    def __init__(self, storage: Storage) -> None:
+        self.read = storage.read
+
+    def __getitem__(self, key: slice) -> bytes:
+        return self.read(key.start, key.stop)
+
+
+def byte_view(storage: Storage) -> Any:
+    """``storage.buffer()`` where the storage has one (a memory map), else a :class:`RangeView`."""
+    buffer = getattr(storage, "buffer", None)
+    return buffer() if buffer is not None else RangeView(storage)
+
+
+def read_sequentially(storage: Storage, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    """``read_many`` for storages without concurrent reads."""
+    return [storage.read(start, end) for start, end in ranges]
+
+
+def iter_ranges(size: int, step: int) -> Iterator[tuple[int, int]]:
+    """``[lo, hi)`` pieces of ``[0, size)``, ``step`` bytes each (the last may be shorter)."""
+    for lo in range(0, size, step):
+        yield lo, min(size, lo + step)
+
+
+class MemoryFile:
+    """An in-memory storage for examples and tests of the layers above (not mappable).
+
+    Example:
+        >>> MemoryFile(b"abc").read(1, 3)
+        b'bc'
+    """
+
+    coalesce_gap = 0
+
+    def __init__(self, data: bytes, path: str = "memory://data.jsonl") -> None:
+        self.data, self.path = data, path
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self, start: int, end: int) -> bytes:
+        return self.data[start:end]
+
+    def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        return read_sequentially(self, ranges)
+
+    def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
+        for lo, hi in iter_ranges(len(self.data), chunk_bytes):
+            yield self.data[lo:hi]
+
+    def stamp(self, *, fingerprint: bool = True) -> DataStamp:
+        fp = fingerprint_of(self.read_many, self.size) if fingerprint else ""
+        return DataStamp(self.size, 0, fp)
+
+    def reopen(self) -> MemoryFile:
+        return self
+
+    def close(self) -> None:
+        pass
