@@ -24,7 +24,7 @@ from .dataset import JSONLDataset
 from .errors import SJSONLError
 from .index import find_index
 from .indexer import JSONLIndexer
-from .storage import LocalFile
+from .storage import open_storage
 
 
 def _mb(n: float) -> str:
@@ -48,13 +48,15 @@ def cmd_index(args: argparse.Namespace) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> None:
-    storage = LocalFile(args.file)
+    storage = open_storage(args.file)  # local, .gz/.zst, or a URL (credentials from fsspec's usual places)
     found, problems = find_index(storage, index_dir=args.index_dir)
     status = "fresh" if found else ("stale: " + problems[-1] if problems else "missing")
     ds = JSONLDataset(args.file, build_index_on_load=not args.no_build, index_dir=args.index_dir)
     sizes = np.diff(np.append(ds._files[0].offsets.astype(np.int64), ds._files[0].end))
     print(f"file:     {storage.path}")
-    print(f"bytes:    {storage.size:,}")
+    stored = storage.stamp(fingerprint=False).stored
+    packed = "" if stored == ds._files[0].end else f" ({stored:,} stored)"
+    print(f"bytes:    {ds._files[0].end:,}{packed}")
     print(f"records:  {len(ds):,}")
     print(f"index:    {ds.index_paths[0] or '(in memory; could not be saved)'}")
     print(f"status:   {status}{'' if found else ' (rebuilt now)'}")

@@ -32,7 +32,9 @@ class JSONLDataset:
     """Records of one or more JSONL files, read on demand through a line index.
 
     Args:
-        path: a file, or a list of files read as one dataset in the given order.
+        path: a file, or a list of files read as one dataset in the given order. Local paths or URLs
+            (``s3://bucket/train.jsonl``: any fsspec protocol); ``.gz`` and seekable ``.zst`` files are
+            read in place, without decompressing them to disk (see :mod:`sjsonl.storage`).
         build_index_on_load: build (and save) a missing or stale index; if False, raise instead.
         index_dir: keep the index in this directory (default: beside the data, or ``$SJSONL_INDEX_DIR``,
             or a cache directory when the data's directory is read-only).
@@ -40,6 +42,8 @@ class JSONLDataset:
         transform: a function applied to every record returned.
         workers: threads for index building (default: all cores, up to 8).
         progress: show a progress bar while indexing (default: only for large files on a terminal).
+        storage_options: options for fsspec when ``path`` is a URL (credentials, ``endpoint_url``, …).
+            The index of a remote file is kept in the cache directory, keyed by its URL.
 
     ``ds[i]`` accepts Python and numpy integers (negative count from the end); slices and integer
     lists/arrays return lists. Every call returns a fresh object. Datasets pickle by path and remap the
@@ -64,6 +68,7 @@ class JSONLDataset:
         transform: Callable[[Any], Any] | None = None,
         workers: int | None = None,
         progress: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
@@ -78,6 +83,7 @@ class JSONLDataset:
                 index_path=index_path,
                 workers=workers,
                 progress=progress,
+                storage_options=storage_options,
             )
             for p in paths
         ]

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import itertools
 import os
+from typing import Any
 
 import numpy as np
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
 from .errors import RecordDecodeError
 from .index import build_offsets, line_number_at
-from .index.build import meta_for
-from .index.store import DataStamp, write_index, write_index_somewhere
-from .storage import LocalFile
+from .index.build import save_index
+from .index.store import DataStamp
+from .source import iter_blocks
+from .storage import byte_view, open_storage
 
 MAX_REPORTED = 1000
 
@@ -54,6 +56,8 @@ class JSONLIndexer:
         workers: threads for scanning (default: all cores, up to 8).
         progress: show a progress bar (default: only for large files on a terminal).
         index_dir: where :meth:`write_index_to_disk` puts the index when no path is given.
+        storage_options: options for fsspec when ``path`` is a URL (a remote file's index goes to the
+            cache directory). ``.gz`` and seekable ``.zst`` files are indexed in place.
     """
 
     def __init__(
@@ -64,8 +68,9 @@ class JSONLIndexer:
         workers: int | None = None,
         progress: bool | None = None,
         index_dir: str | os.PathLike[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self.storage = LocalFile(path)
+        self.storage = open_storage(path, storage_options)
         self.path = self.storage.path
         self.check = check
         self.workers, self.progress = workers, progress
@@ -88,10 +93,8 @@ class JSONLIndexer:
         if self.index is None or self.stamp is None:
             self.populate_index()
         assert self.index is not None and self.stamp is not None
-        meta = meta_for(self.storage, self.index, self.stamp)
-        if path is not None:
-            return write_index(os.path.abspath(os.path.expanduser(os.fspath(path))), self.index, meta)
-        return write_index_somewhere(self.path, self.index, meta, self.index_dir)
+        where = None if path is None else os.fspath(path)
+        return save_index(self.storage, self.index, self.stamp, index_dir=self.index_dir, index_path=where)
 
     def __len__(self) -> int:
         if self.index is None:
@@ -100,21 +103,23 @@ class JSONLIndexer:
 
     def _check_records(self) -> None:
         assert self.index is not None and self.stamp is not None
-        buf = self.storage.buffer()
-        bounds = [*self.index.tolist(), self.stamp.size]
         errors: list[RecordDecodeError] = []
         total = 0
-        for start, end in itertools.pairwise(bounds):
-            try:
-                fast_loads(buf[start:end])
-            except JSONDecodeError:
+        blocks = iter_blocks(self.storage, self.index, self.stamp.size, 0, len(self.index))
+        for buf, base, bounds in blocks:
+            for start, end in itertools.pairwise(bounds):
                 try:
-                    loads(buf[start:end])
-                except ValueError as exc:
-                    total += 1
-                    if len(errors) < MAX_REPORTED:
-                        data = buf[start:end]
-                        line = line_number_at(buf, start)
-                        errors.append(RecordDecodeError(self.path, line, start, excerpt(data), str(exc)))
+                    fast_loads(buf[start:end])
+                except JSONDecodeError:
+                    try:
+                        loads(buf[start:end])
+                    except ValueError as exc:
+                        total += 1
+                        if len(errors) < MAX_REPORTED:
+                            data = buf[start:end]
+                            line = line_number_at(byte_view(self.storage), base + start)
+                            errors.append(
+                                RecordDecodeError(self.path, line, base + start, excerpt(data), str(exc))
+                            )
         if errors:
             raise InvalidRecordsError(errors, total)

@@ -1,6 +1,9 @@
 """One data file plus its index: records by number, raw bytes, fast sequential reads, located errors.
 
 This is the dataset layer's unit; :class:`~sjsonl.dataset.JSONLDataset` composes one or more of them.
+The data may be local, compressed or remote (see :mod:`sjsonl.storage`). A local uncompressed file is
+sliced in its memory map; any other storage is read by ranges: one read per record on random access, one
+read per block of records when iterating, and nearby records merged into one read by :meth:`records_at`.
 
 Example:
     >>> import os, tempfile
@@ -24,15 +27,57 @@ from .decode import JSONDecodeError, excerpt, fast_loads, loads
 from .errors import IndexFileError, RecordDecodeError
 from .index import line_number_at, load_or_build_index
 from .index.store import load_offsets, read_meta
-from .storage import LocalFile
+from .storage import Storage, byte_view, open_storage
 
 _TRAILING_WS = b" \t\r\n"
 Decoder = Callable[[bytes], Any]  # raises ValueError on bad input
 _BLOCK = 8192  # records per block on sequential paths
+#: Bytes per read when a storage without a memory map is read block by block, or nearby records are
+#: merged into one read: large enough to amortise a request, small enough to hold in memory.
+_READ_BYTES = 16 << 20
+
+
+def iter_blocks(
+    storage: Storage, offsets: np.ndarray, end: int, lo: int, hi: int
+) -> Iterator[tuple[Any, int, list[int]]]:
+    """Records ``lo..hi`` block by block, as ``(buffer, base, bounds)``: record ``k`` of a block is
+    ``buffer[bounds[k] : bounds[k + 1]]``, and ``buffer`` starts at byte ``base`` of the data.
+
+    A memory-mapped storage is sliced in place (``base`` 0). Any other storage is read with ONE read per
+    block — at most :data:`_BLOCK` records and (unless one record is larger) :data:`_READ_BYTES` bytes.
+
+    Example:
+        >>> from sjsonl.storage import MemoryFile
+        >>> storage = MemoryFile(b'[1]\\n[2]\\n[3]\\n')
+        >>> list(iter_blocks(storage, np.array([0, 4, 8]), 12, 1, 3))
+        [(b'[2]\\n[3]\\n', 4, [0, 4, 8])]
+    """
+    mapped = getattr(storage, "buffer", None)
+    block_lo = lo
+    while block_lo < hi:
+        block_hi = min(hi, block_lo + _BLOCK)
+        bounds = offsets[block_lo : block_hi + 1].tolist()
+        if len(bounds) == block_hi - block_lo:  # the block holds the last record
+            bounds.append(end)
+        if mapped is not None:
+            yield mapped(), 0, bounds
+            block_lo = block_hi
+            continue
+        base = bounds[0]
+        if bounds[-1] - base > _READ_BYTES:  # long records: fewer of them per read
+            cut = max(1, int(np.searchsorted(bounds, base + _READ_BYTES, side="right")) - 1)
+            bounds = bounds[: cut + 1]
+        data = storage.read(base, bounds[-1])
+        yield data, base, [b - base for b in bounds]
+        block_lo += len(bounds) - 1
 
 
 class IndexedFile:
-    """A local JSONL file with its record offsets, opened (and the index built) on construction."""
+    """A JSONL file with its record offsets, opened (and the index built) on construction.
+
+    ``path`` is a local path or a URL; ``.gz`` and seekable ``.zst`` files are read in place (see
+    :func:`sjsonl.storage.open_storage`); ``storage_options`` go to fsspec for URLs.
+    """
 
     def __init__(
         self,
@@ -43,8 +88,9 @@ class IndexedFile:
         index_path: str | os.PathLike[str] | None = None,
         workers: int | None = None,
         progress: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self.storage = LocalFile(path)
+        self.storage = open_storage(path, storage_options)
         loaded = load_or_build_index(
             self.storage,
             build=build_index_on_load,
@@ -75,16 +121,18 @@ class IndexedFile:
     def raw(self, i: int) -> bytes:
         """The record's bytes, without its line ending."""
         start, end = self.span(i)
-        return self.storage.buffer()[start:end].rstrip(_TRAILING_WS)
+        return byte_view(self.storage)[start:end].rstrip(_TRAILING_WS)
 
     def hot_state(self) -> tuple[Any, memoryview, int, int]:
-        """(map, offsets as a memoryview, last record number, end of data) for the hot read path.
+        """(bytes, offsets as a memoryview, last record number, end of data) for the hot read path.
 
-        A memoryview yields Python ints, cheaper to slice with than numpy scalars. Cached per process:
-        pickling drops it (see ``__getstate__``)."""
+        ``bytes`` is the memory map of a local file; for other storages, a view whose slices are reads
+        (:class:`~sjsonl.storage.RangeView`), so one code path serves all. A memoryview yields Python
+        ints, cheaper to slice with than numpy scalars. Cached per object: pickling drops it (see
+        ``__getstate__``); after a fork the view's storage reopens its handles itself."""
         hot = self._hot
         if hot is None:
-            hot = self._hot = (self.storage.buffer(), memoryview(self.offsets), self.n - 1, self.end)
+            hot = self._hot = (byte_view(self.storage), memoryview(self.offsets), self.n - 1, self.end)
         return hot
 
     def record(self, i: int, decode: Decoder | None = None) -> Any:
@@ -101,43 +149,50 @@ class IndexedFile:
             return self._slow_decode(int(start), int(end))
 
     def _slow_decode(self, start: int, end: int) -> Any:
-        data = self.storage.buffer()[start:end]
+        data = byte_view(self.storage)[start:end]
         try:
             return loads(data)
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 
     def decode_error(self, start: int, data: bytes, reason: str) -> RecordDecodeError:
-        line = line_number_at(self.storage.buffer(), start)
+        line = line_number_at(byte_view(self.storage), start)
         return RecordDecodeError(self.path, line, start, excerpt(data), reason)
 
-    def decode_spans(self, spans: Iterable[tuple[int, int]], decode: Decoder | None = None) -> Iterator[Any]:
-        """Decode each ``(start, end)`` byte span; ``decode`` replaces the default full parse."""
-        buf = self.storage.buffer()
+    def decode_spans(
+        self,
+        spans: Iterable[tuple[int, int]],
+        decode: Decoder | None = None,
+        *,
+        buf: Any = None,
+        base: int = 0,
+    ) -> Iterator[Any]:
+        """Decode each ``(start, end)`` byte span; ``decode`` replaces the default full parse.
+
+        Spans index ``buf`` — by default the whole data — whose first byte is at offset ``base`` of the
+        data (errors report offsets in the data)."""
+        if buf is None:
+            buf = byte_view(self.storage)
         if decode is None:
             for start, end in spans:
                 try:
                     yield fast_loads(buf[start:end])
                 except JSONDecodeError:
-                    yield self._slow_decode(start, end)
+                    yield self._slow_decode(start + base, end + base)
         else:
             for start, end in spans:
                 try:
                     yield decode(buf[start:end])
                 except ValueError as exc:
-                    raise self.decode_error(start, buf[start:end], str(exc)) from None
+                    raise self.decode_error(start + base, buf[start:end], str(exc)) from None
 
     def iter_records(
         self, lo: int = 0, hi: int | None = None, decode: Decoder | None = None
     ) -> Iterator[Any]:
         """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic."""
         hi = self.n if hi is None else hi
-        for block_lo in range(lo, hi, _BLOCK):
-            block_hi = min(hi, block_lo + _BLOCK)
-            bounds = self.offsets[block_lo : block_hi + 1].tolist()
-            if len(bounds) == block_hi - block_lo:
-                bounds.append(self.end)
-            yield from self.decode_spans(itertools.pairwise(bounds), decode)
+        for buf, base, bounds in iter_blocks(self.storage, self.offsets, self.end, lo, hi):
+            yield from self.decode_spans(itertools.pairwise(bounds), decode, buf=buf, base=base)
 
     def records_at(self, indices: np.ndarray, decode: Decoder | None = None) -> list[Any]:
         """Records at many positions (any order), with the offsets looked up in one vectorised step."""
@@ -147,7 +202,29 @@ class IndexedFile:
         last = nxt >= self.n
         ends = self.offsets[np.where(last, 0, nxt)].astype(np.int64)
         ends[last] = self.end
-        return list(self.decode_spans(zip(starts, ends.tolist()), decode))
+        if getattr(self.storage, "buffer", None) is not None:
+            return list(self.decode_spans(zip(starts, ends.tolist()), decode))
+        return self._read_and_decode(starts, ends.tolist(), decode)
+
+    def _read_and_decode(self, starts: list[int], ends: list[int], decode: Decoder | None) -> list[Any]:
+        """Records at these spans with few reads: in file order, spans closer than the storage's
+        ``coalesce_gap`` share one read (up to :data:`_READ_BYTES`), and the reads go out together."""
+        gap = self.storage.coalesce_gap
+        runs: list[list] = []  # [lo, hi, members]
+        for k in sorted(range(len(starts)), key=starts.__getitem__):
+            start, end = starts[k], ends[k]
+            if runs and start - runs[-1][1] <= gap and end - runs[-1][0] <= _READ_BYTES:
+                runs[-1][1] = max(runs[-1][1], end)
+                runs[-1][2].append(k)
+            else:
+                runs.append([start, end, [k]])
+        out: list[Any] = [None] * len(starts)
+        blobs = self.storage.read_many([(lo, hi) for lo, hi, _ in runs])
+        for (lo, _hi, members), blob in zip(runs, blobs):
+            spans = [(starts[k] - lo, ends[k] - lo) for k in members]
+            for k, rec in zip(members, self.decode_spans(spans, decode, buf=blob, base=lo)):
+                out[k] = rec
+        return out
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
