@@ -171,7 +171,17 @@ class JSONLDataset:
                 yield from (it if transform is None else map(transform, it))
             return
         for lo in range(0, self._len, _BLOCK):
-            yield from self._records_at_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
+            yield from self._iter_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
+
+    def _iter_positions(self, positions: np.ndarray) -> Iterator[Any]:
+        """The records at ``positions``, decoded lazily from a single file (see ``IndexedFile.iter_at``);
+        used by view iteration and by :class:`sjsonl.torch.IterableDataset`."""
+        if self._single is None:
+            yield from self._records_at_positions(positions)
+            return
+        base = positions if self._order is None else self._order.take(positions)
+        it = self._single.iter_at(base, self._decode)
+        yield from (it if self._transform is None else map(self._transform, it))
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_hot": None}  # the map is reopened by the receiving process
