@@ -40,7 +40,7 @@ import torch.utils.data  # noqa: E402
 from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler  # noqa: E402
 
 from .dataset import JSONLDataset  # noqa: E402
-from .sampling.distributed import Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
+from .sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
 from .sampling.permutation import Permutation  # noqa: E402
 
 __all__ = ["DistributedSampler", "IterableDataset", "collate_records"]
@@ -145,7 +145,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
             yields the same number of records, so DDP never hangs on a rank that ran out.
         num_replicas, rank: default to the initialised ``torch.distributed`` group, else 1 and 0 (read
             when needed, and fixed when the dataset is pickled to spawned workers).
-        block_size: records decoded per step (small keeps them in the CPU caches).
+        block_size: positions mapped through the permutation per step.
 
     Rank ``r`` takes every ``R``-th record of the evened order from ``r``; DataLoader worker ``w`` of
     ``W`` takes every ``W``-th of those from ``w`` (worker shares differ by at most one; ranks run the
@@ -172,7 +172,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         drop_last: bool = False,
         num_replicas: int | None = None,
         rank: int | None = None,
-        block_size: int = 1024,
+        block_size: int = BLOCK,
     ) -> None:
         self.dataset, self.shuffle, self.seed, self.drop_last = dataset, bool(shuffle), int(seed), drop_last
         self.block_size = int(block_size)
@@ -226,18 +226,17 @@ class IterableDataset(torch.utils.data.IterableDataset):
         return self._generate(positions, start, perm)
 
     def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[Any]:
-        cursor, step = self._cursor, self.block_size
-        for block in iter_blocks(positions, start):  # the permutation is cheapest in large blocks …
-            indices = block if perm is None else perm.take(block)
-            for lo in range(0, len(indices), step):  # … records are decoded in small ones (cache-warm)
-                for rec in self._fetch(indices[lo : lo + step]):
-                    cursor.yielded += 1
-                    yield rec
+        cursor = self._cursor
+        for block in iter_blocks(positions, start, self.block_size):
+            for rec in self._fetch(block if perm is None else perm.take(block)):
+                cursor.yielded += 1
+                yield rec
 
-    def _fetch(self, indices: np.ndarray) -> list[Any]:
+    def _fetch(self, indices: np.ndarray) -> Iterator[Any]:
         if isinstance(self.dataset, JSONLDataset):
-            return self.dataset[indices]  # one vectorised offset lookup per block
-        return [self.dataset[i] for i in indices.tolist()]
+            # one vectorised offset lookup per block, records decoded one at a time (cache-warm)
+            return self.dataset._iter_positions(indices)
+        return (self.dataset[i] for i in indices.tolist())
 
     # ----------------------------------------------------------------- state
     def _identity(self) -> dict[str, Any]:
