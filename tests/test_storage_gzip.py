@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from sjsonl import JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError
+from sjsonl import DataFileError, JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError
 from sjsonl.indexer import InvalidRecordsError
 from sjsonl.sample import write_corpus
 from sjsonl.storage import compressed, open_storage
@@ -129,6 +129,18 @@ def test_concatenated_members_crlf_bom_and_empty(tmp_path):
     zero = tmp_path / "zero.jsonl.gz"
     zero.write_bytes(b"")
     assert len(JSONLDataset(zero)) == 0
+
+
+def test_truncated_or_not_gzip_is_a_clear_error(corpus, tmp_path):
+    gz, _raw = corpus
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gz.read_bytes()[:100_000])  # a partial download
+    with pytest.raises(DataFileError, match="looks truncated"):
+        JSONLDataset(cut)
+    fake = tmp_path / "fake.jsonl.gz"
+    fake.write_bytes(b'{"a": 1}\n')
+    with pytest.raises(DataFileError, match=f"cannot decompress {fake}"):
+        JSONLDataset(fake)
 
 
 def test_indexer_writes_index_and_seek_points(corpus, tmp_path):

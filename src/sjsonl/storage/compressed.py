@@ -64,11 +64,12 @@ class _PerProcessHandle:
     def _handle(self) -> tuple[threading.Lock, Any]:
         state = self._state
         if state is None or state[0] != os.getpid():
-            inherited = state[2] if state is not None else None
-            state = self._state = (os.getpid(), threading.Lock(), self._open_handle(inherited))
+            handle = self._open_handle(None if state is None else state[1:])
+            state = self._state = (os.getpid(), threading.Lock(), handle)
         return state[1], state[2]
 
-    def _open_handle(self, inherited: Any) -> Any:
+    def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
+        """A new handle for this process; ``inherited`` is the (lock, handle) of the parent, after a fork."""
         raise NotImplementedError
 
     def _compressed(self) -> Any:
@@ -126,6 +127,8 @@ class GzipFile(_PerProcessHandle):
     def size(self) -> int:
         if self._size is None:  # costs one full decompression (the index build learns it for free)
             lock, handle = self._handle()
+            if handle is None:
+                return 0
             with lock:
                 handle.build_full_index()
                 handle.raw.seek(0, os.SEEK_END)
@@ -140,16 +143,12 @@ class GzipFile(_PerProcessHandle):
             self._compressed(), spacing=GZIP_SPACING, drop_handles=True, buffer_size=4096
         )
 
-    def _open_handle(self, inherited: Any) -> Any:
+    def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
         if not self.source.stamp(fingerprint=False).size:
             return None  # an empty file: no gzip stream to open
         handle = self._new_handle()
-        points = None
-        if inherited is not None and inherited.raw.npoints:  # after a fork: copy the parent's points
-            buf = io.BytesIO()
-            inherited.export_index(fileobj=buf)
-            points = buf.getvalue()
-        elif self._seek_file is not None:
+        points = self._inherited_points(inherited) if inherited is not None else None
+        if points is None and self._seek_file is not None:
             points = self._load_seek_file()
         if points:
             try:
@@ -158,16 +157,30 @@ class GzipFile(_PerProcessHandle):
                 handle = self._new_handle()
         return handle
 
+    @staticmethod
+    def _inherited_points(inherited: tuple[threading.Lock, Any]) -> bytes | None:
+        """The parent's seek points, copied after a fork — unless a parent thread was inside the handle
+        when the process forked (its lock is then held for good here, and the points may be half-made)."""
+        lock, handle = inherited
+        if handle is None or not handle.raw.npoints or not lock.acquire(blocking=False):
+            return None
+        try:
+            buf = io.BytesIO()
+            handle.export_index(fileobj=buf)
+            return buf.getvalue()
+        finally:
+            lock.release()
+
     def read(self, start: int, end: int) -> bytes:
         if end <= start:
             return b""
-        lock, handle = self._handle()
-        if handle is None:
-            return b""
         try:
+            lock, handle = self._handle()
+            if handle is None:
+                return b""
             with lock:
                 return handle.raw.pread(end - start, start)
-        except (OSError, ValueError) as exc:  # zran errors: corrupt or truncated data
+        except (OSError, ValueError) as exc:  # zran errors: not gzip, corrupt or truncated data
             raise DataFileError(errno.EIO, f"cannot decompress {self.path}: {exc}") from None
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
@@ -181,6 +194,18 @@ class GzipFile(_PerProcessHandle):
         if handle is not None and pos:
             with lock:  # zran adds points up to where reads start; a seek to the end covers the rest
                 handle.raw.seek(pos - 1)
+            self._check_trailer(pos)
+
+    def _check_trailer(self, size: int) -> None:
+        """Refuse a gzip file cut short (a partial download): zran reads it without complaint.
+
+        A complete file ends with its last member's length mod 2**32, which cannot exceed the total;
+        the last 4 bytes of a cut deflate stream are arbitrary, so they almost always do (unless the
+        data passes 4 GiB, where this check gives up)."""
+        stored = self.source.stamp(fingerprint=False).size
+        isize = int.from_bytes(self.source.read(stored - 4, stored), "little") if stored >= 4 else 0
+        if size < 2**32 and isize > size:
+            raise DataFileError(errno.EIO, f"{self.path} looks truncated: its gzip trailer is missing")
 
     # ---- seek points saved beside the index (called by the index layer)
     def export_seek_state(self, stamp: DataStamp) -> bytes | None:
@@ -262,7 +287,7 @@ class SeekableZstdFile(_PerProcessHandle):
     def size(self) -> int:
         return self._size
 
-    def _open_handle(self, inherited: Any) -> Any:
+    def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
         compressed = self._compressed()
         if not self._zstd.SeekableZstdFile.is_seekable_format_file(compressed):
             raise DataFileError(errno.EINVAL, NOT_SEEKABLE.format(path=self.path))
