@@ -179,7 +179,7 @@ class Cursor:
         if not 0 <= yielded <= length:
             raise ValueError(f"cannot resume: saved position {yielded} is outside [0, {length}]")
         if yielded < length:
-            self.epoch = int(state["epoch"])
+            self.epoch = int(state.get("epoch", self.epoch))
             self._resume = (self.epoch, yielded)
         else:
             self._resume = (self.epoch, length)
