@@ -143,7 +143,19 @@ def save_index(
     """Write the index (``index_path``, else beside the data or in the cache directory); return where.
 
     A storage with seek state worth keeping (gzip seek points) gets it written beside the index; that
-    file only speeds up reopening, so failing to write it is not an error."""
+    file only speeds up reopening, so failing to write it is not an error.
+
+    Example:
+        >>> import gzip, os, tempfile
+        >>> from sjsonl.storage import open_storage
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl.gz")
+        >>> _ = open(path, "wb").write(gzip.compress(b'{"a": 1}\\n'))
+        >>> storage = open_storage(path)
+        >>> offsets, stamp = build_offsets(storage)
+        >>> written = save_index(storage, offsets, stamp, index_dir=os.path.dirname(path))
+        >>> written.endswith(".index.npy"), os.path.exists(seek_state_path(written))
+        (True, True)
+    """
     meta = meta_for(storage, offsets, stamp)
     if index_path:
         written = write_index(os.path.abspath(os.path.expanduser(index_path)), offsets, meta)
@@ -193,6 +205,11 @@ def line_number_at(source, offset: int) -> int:
 
     ``source`` is a buffer (counted in place) or a storage (read in pieces from the start: for compressed
     or remote data this costs reading everything before ``offset`` — paid only when reporting an error).
+
+    Example:
+        >>> from sjsonl.storage import MemoryFile
+        >>> line_number_at(b"1\\n\\n2\\n", 3), line_number_at(MemoryFile(b"1\\n\\n2\\n"), 3)
+        (3, 3)
     """
     count = 0
     if isinstance(source, _BUFFERS):

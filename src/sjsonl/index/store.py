@@ -76,7 +76,12 @@ def meta_path_for(index_path: str) -> str:
 
 
 def seek_state_path(index_path: str) -> str:
-    """Where a storage's seek state (gzip seek points) lives beside the index ``index_path``."""
+    """Where a storage's seek state (gzip seek points) lives beside the index ``index_path``.
+
+    Example:
+        >>> seek_state_path("/data/train.jsonl.gz.index.npy")
+        '/data/train.jsonl.gz.index.seekpoints'
+    """
     base = index_path[:-4] if index_path.endswith(".npy") else index_path
     return base + SEEK_STATE_SUFFIX
 
@@ -187,6 +192,13 @@ def write_index_somewhere(data_path: str, offsets: np.ndarray, meta: IndexMeta, 
 
 
 def write_seek_state(path: str, blob: bytes) -> str:
-    """Write a storage's seek state atomically (see :func:`seek_state_path`). Returns ``path``."""
+    """Write a storage's seek state atomically (see :func:`seek_state_path`). Returns ``path``.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = write_seek_state(os.path.join(tempfile.mkdtemp(), "d.index.seekpoints"), b"points")
+        >>> open(path, "rb").read()
+        b'points'
+    """
     _atomic_write(path, lambda f: f.write(blob))
     return path

@@ -89,6 +89,10 @@ class Storage(Protocol):
     offer ``buffer()`` (zero-copy slicing); the others offer ``chunks()`` for a sequential scan.
     ``coalesce_gap`` is the largest gap between two wanted ranges that is cheaper to read through than to
     skip with a second read (0: never merge). ``read_many`` may fetch several ranges concurrently.
+
+    Example:
+        >>> isinstance(MemoryFile(b"[1]\\n"), Storage)
+        True
     """
 
     path: str
@@ -109,7 +113,12 @@ class Storage(Protocol):
 
 
 def resolve_path(path: str | os.PathLike[str]) -> str:
-    """Absolute path with ``~`` expanded."""
+    """Absolute path with ``~`` expanded.
+
+    Example:
+        >>> resolve_path("/data/../data/x.jsonl")
+        '/data/x.jsonl'
+    """
     return os.path.abspath(os.path.expanduser(os.fspath(path)))
 
 
@@ -124,12 +133,24 @@ def is_url(path: str | os.PathLike[str]) -> bool:
 
 
 def suffix_of(path: str) -> str:
-    """The lower-cased name of ``path`` without a URL's query string (for picking a codec)."""
+    """The lower-cased name of ``path`` without a URL's query string (for picking a codec).
+
+    Example:
+        >>> suffix_of("https://host/Train.JSONL.GZ?token=1")
+        '/train.jsonl.gz'
+    """
     return (urlsplit(path).path if is_url(path) else path).lower()
 
 
 def stat_data_file(path: str) -> os.stat_result:
-    """``os.stat`` of a data file, with one-line errors for the usual mistakes."""
+    """``os.stat`` of a data file, with one-line errors for the usual mistakes.
+
+    Example:
+        >>> stat_data_file("/no/such/file.jsonl")
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.DataFileError: no such data file: /no/such/file.jsonl
+    """
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -144,7 +165,12 @@ def stat_data_file(path: str) -> os.stat_result:
 def fingerprint_of(read_many: Callable[[Sequence[tuple[int, int]]], list[bytes]], size: int) -> str:
     """Hash of the first and last :data:`FINGERPRINT_SPAN` bytes of ``[0, size)`` (all of it if small).
 
-    ``read_many`` fetches both ends in one call (concurrently, for remote storage)."""
+    ``read_many`` fetches both ends in one call (concurrently, for remote storage).
+
+    Example:
+        >>> fingerprint_of(MemoryFile(b"abc").read_many, 3) == fingerprint_of(MemoryFile(b"abd").read_many, 3)
+        False
+    """
     h = hashlib.blake2b(digest_size=16)
     h.update(size.to_bytes(8, "little"))
     if size <= 2 * FINGERPRINT_SPAN:
@@ -159,7 +185,12 @@ def fingerprint_of(read_many: Callable[[Sequence[tuple[int, int]]], list[bytes]]
 class RangeView:
     """A storage seen as a sliceable buffer: ``view[start:end]`` is ``storage.read(start, end)``.
 
-    Lets the read paths written for a memory map (``buf[start:end]``) serve every other storage too."""
+    Lets the read paths written for a memory map (``buf[start:end]``) serve every other storage too.
+
+    Example:
+        >>> RangeView(MemoryFile(b"hello"))[1:4]
+        b'ell'
+    """
 
     __slots__ = ("read",)
 
@@ -171,18 +202,33 @@ class RangeView:
 
 
 def byte_view(storage: Storage) -> Any:
-    """``storage.buffer()`` where the storage has one (a memory map), else a :class:`RangeView`."""
+    """``storage.buffer()`` where the storage has one (a memory map), else a :class:`RangeView`.
+
+    Example:
+        >>> type(byte_view(MemoryFile(b"x"))).__name__
+        'RangeView'
+    """
     buffer = getattr(storage, "buffer", None)
     return buffer() if buffer is not None else RangeView(storage)
 
 
 def read_sequentially(storage: Storage, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-    """``read_many`` for storages without concurrent reads."""
+    """``read_many`` for storages without concurrent reads.
+
+    Example:
+        >>> read_sequentially(MemoryFile(b"abcdef"), [(0, 2), (4, 6)])
+        [b'ab', b'ef']
+    """
     return [storage.read(start, end) for start, end in ranges]
 
 
 def iter_ranges(size: int, step: int) -> Iterator[tuple[int, int]]:
-    """``[lo, hi)`` pieces of ``[0, size)``, ``step`` bytes each (the last may be shorter)."""
+    """``[lo, hi)`` pieces of ``[0, size)``, ``step`` bytes each (the last may be shorter).
+
+    Example:
+        >>> list(iter_ranges(10, 4))
+        [(0, 4), (4, 8), (8, 10)]
+    """
     for lo in range(0, size, step):
         yield lo, min(size, lo + step)
 
