@@ -210,3 +210,10 @@ def test_fork_four_processes_random_reads(tmp_path):
         wrong = pool.map(_fork_reader, [(ds, s) for s in range(4)])
     assert wrong == [0, 0, 0, 0]
     assert _fork_reader((ds, 9)) == 0
+
+
+def test_getitems_is_a_batch_lookup(small):
+    path, records = small
+    ds = JSONLDataset(path)
+    assert ds.__getitems__([4, 2, -1]) == [records[4], records[2], records[-1]]
+    assert ds[3:3] == [] and ds[-3:] == records[-3:]

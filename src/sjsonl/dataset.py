@@ -142,7 +142,7 @@ class JSONLDataset:
             rec = f.record(j, self._decode)
             return rec if self._transform is None else self._transform(rec)
         if isinstance(key, slice):
-            return self._records_at_positions(np.arange(self._len, dtype=np.int64)[key])
+            return self._records_at_positions(np.arange(*key.indices(self._len), dtype=np.int64))
         positions = np.asarray(key)
         if positions.ndim != 1 or (positions.size and positions.dtype.kind not in "iu"):
             raise TypeError(f"dataset indices must be integers, slices or integer lists, not {key!r}")
@@ -152,6 +152,10 @@ class JSONLDataset:
             first = int(positions[bad][0])
             raise IndexError(f"record {first} out of range for a dataset of {self._len} records")
         return self._records_at_positions(np.where(positions < 0, positions + self._len, positions))
+
+    def __getitems__(self, indices: Sequence[int]) -> list[Any]:
+        """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch."""
+        return self[indices]
 
     def raw(self, i: int) -> bytes:
         """The bytes of record ``i`` (no line ending), exactly as stored."""
