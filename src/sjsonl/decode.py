@@ -9,7 +9,7 @@ they are not JSON (the stdlib accepts them by default; we do not). Input must be
 This layer never opens files: callers hand it bytes and turn failures into located errors.
 
 Example:
-    >>> loads(b'["\\ud800"]') == [chr(0xD800)]
+    >>> loads(rb'["\\ud800"]') == [chr(0xD800)]
     True
     >>> loads(b'NaN')
     Traceback (most recent call last):
