@@ -59,7 +59,8 @@ def peak_rss_mb(code: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-_RSS = "import resource,sys\n{body}\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024)"
+# VmHWM, not getrusage: Linux carries ru_maxrss across fork+exec, so a child would report our own peak.
+_RSS = "{body}\nprint([int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
 
 
 def bench_index(path, label: str) -> list[dict]:
