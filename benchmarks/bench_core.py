@@ -60,7 +60,9 @@ def peak_rss_mb(code: str) -> float:
 
 
 # VmHWM, not getrusage: Linux carries ru_maxrss across fork+exec, so a child would report our own peak.
-_RSS = "{body}\nprint([int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
+_RSS = (
+    "{body}\nprint([int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
+)
 
 
 def bench_index(path, label: str) -> list[dict]:

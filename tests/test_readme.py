@@ -18,4 +18,6 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, capsys):
         exec(compile(block, str(README), "exec"), namespace)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "50000" and out[1] == "10929 49999"
+    assert "tensor(True)" in out  # the StatefulDataLoader example resumed exactly
+    assert "['id', 'messages', 'score', 'text']" in out  # the MindSpore example
     assert (tmp_path / "data.index.npy").exists()
