@@ -79,6 +79,13 @@ class _PerProcessHandle:
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         return read_sequentially(self, ranges)  # type: ignore[arg-type]
 
+    def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
+        """The decompressed data front to back, ``chunk_bytes`` at a time."""
+        pos = 0
+        while data := self.read(pos, pos + chunk_bytes):  # type: ignore[attr-defined]
+            pos += len(data)
+            yield data
+
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
         """The compressed bytes' stamp; ``size`` is ``-1``: the decompressed size is the index's to know."""
         s = self.source.stamp(fingerprint=fingerprint)
@@ -186,7 +193,7 @@ class GzipFile(_PerProcessHandle):
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
         """The decompressed data front to back; the pass also builds every seek point (kept for reads)."""
         pos = 0
-        while data := self.read(pos, pos + chunk_bytes):
+        for data in super().chunks(chunk_bytes):
             pos += len(data)
             yield data
         self._size = pos
@@ -306,12 +313,6 @@ class SeekableZstdFile(_PerProcessHandle):
                 return handle.read(end - start)
         except (OSError, ValueError, self._zstd.ZstdError) as exc:
             raise DataFileError(errno.EIO, f"cannot decompress {self.path}: {exc}") from None
-
-    def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
-        pos = 0
-        while data := self.read(pos, pos + chunk_bytes):
-            pos += len(data)
-            yield data
 
     def refresh(self) -> None:
         super().refresh()
