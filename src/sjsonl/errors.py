@@ -10,22 +10,65 @@ from __future__ import annotations
 
 
 class SJSONLError(Exception):
-    """Base class of every error sjsonl raises on purpose."""
+    """Base class of every error sjsonl raises on purpose.
+
+    Example:
+        >>> from sjsonl import JSONLDataset
+        >>> try:
+        ...     JSONLDataset("/no/such/data.jsonl")
+        ... except SJSONLError as exc:
+        ...     print(type(exc).__name__, exc)
+        DataFileError no such data file: /no/such/data.jsonl
+    """
 
 
 class DataFileError(SJSONLError, OSError):
-    """A data file cannot be used: missing, a directory, unreadable. ``errno`` is set as for OSError."""
+    """A data file cannot be used: missing, a directory, unreadable. ``errno`` is set as for OSError.
+
+    Example:
+        >>> import errno, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> try:
+        ...     JSONLDataset(tempfile.gettempdir())
+        ... except DataFileError as exc:
+        ...     exc.errno == errno.EISDIR, str(exc).startswith("expected a JSONL file, got a directory")
+        (True, True)
+    """
 
     def __str__(self) -> str:  # one plain line, without OSError's "[Errno N]" prefix
         return str(self.strerror) if self.strerror else super().__str__()
 
 
 class StaleIndexError(SJSONLError):
-    """The index on disk no longer matches its data file, and building was disabled."""
+    """The index on disk no longer matches its data file, and building was disabled.
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("1\\n")
+        >>> _ = JSONLDataset(path)                      # builds and saves the index
+        >>> _ = open(path, "a").write("2\\n")          # the data changes
+        >>> JSONLDataset(path, build_index_on_load=False)
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.StaleIndexError: index ... is stale: data file was appended to (2 -> 4 bytes); ...
+    """
 
 
 class IndexFileError(SJSONLError):
-    """An index file is unreadable or malformed."""
+    """An index file is missing (with building disabled), unreadable or malformed.
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("1\\n")
+        >>> JSONLDataset(path, build_index_on_load=False)
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.IndexFileError: no index for ...; build it with `sjsonl index ...` or pass ...
+    """
 
 
 class RecordDecodeError(SJSONLError, ValueError):
@@ -33,6 +76,17 @@ class RecordDecodeError(SJSONLError, ValueError):
 
     Attributes name where it is: ``path``, ``line`` (1-based line number in the file, not the record
     number), ``offset`` (byte offset of the line's start), ``excerpt`` and the parser's ``reason``.
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write('{"a": 1}\\n\\n{"a": \\n')
+        >>> try:
+        ...     JSONLDataset(path)[1]
+        ... except RecordDecodeError as exc:
+        ...     print(exc.line, exc.offset, exc.excerpt)
+        3 10 '{"a": '
     """
 
     def __init__(self, path: str, line: int, offset: int, excerpt: str, reason: str) -> None:
@@ -46,7 +100,15 @@ class RecordDecodeError(SJSONLError, ValueError):
 
 
 class MissingDependencyError(SJSONLError, ImportError):
-    """An optional dependency is needed; the message names the extra to install."""
+    """An optional dependency is needed; the message names the extra to install.
+
+    Example:
+        >>> try:
+        ...     require("no_such_module", "torch")
+        ... except MissingDependencyError as exc:
+        ...     print(exc)
+        no_such_module is required for this feature: pip install 'sjsonl[torch]'
+    """
 
 
 def require(module: str, extra: str):

@@ -58,6 +58,15 @@ class JSONLIndexer:
         index_dir: where :meth:`write_index_to_disk` puts the index when no path is given.
         storage_options: options for fsspec when ``path`` is a URL (a remote file's index goes to the
             cache directory). ``.gz`` and seekable ``.zst`` files are indexed in place.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "data.jsonl")
+        >>> _ = open(path, "w").write('{"a": 1}\\n\\n{"a": 2}\\n')
+        >>> indexer = JSONLIndexer(path, check=True)
+        >>> indexer.populate_index()
+        >>> len(indexer), indexer.index.tolist(), os.path.basename(indexer.write_index_to_disk())
+        (2, [0, 10], 'data.index.npy')
     """
 
     def __init__(
