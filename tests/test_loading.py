@@ -174,3 +174,19 @@ def test_real_shared_files(shared_data: Path) -> None:
 
 def test_exported_from_package() -> None:
     assert sjsonl.load_dataset is load_dataset
+
+
+def test_index_files_beside_the_data_are_never_data(tmp_path, monkeypatch):
+    """Indexes written beside the data (the default) must not turn into records or change the routing."""
+    monkeypatch.delenv("SJSONL_INDEX_DIR")
+    for split in ("train", "test"):
+        (tmp_path / f"{split}.jsonl").write_text('{"a": 1}\n{"a": 2}\n')
+    first = load_dataset(str(tmp_path))
+    assert {s: len(d) for s, d in first.items()} == {"train": 2, "test": 2}
+    assert (tmp_path / "train.index.npy").exists() and (tmp_path / "train.index.meta.json").exists()
+    second = load_dataset(str(tmp_path))  # now the folder also holds .npy and .meta.json files
+    assert {s: list(d) for s, d in second.items()} == {
+        "train": [{"a": 1}, {"a": 2}],
+        "test": [{"a": 1}, {"a": 2}],
+    }
+    assert is_jsonl_source(str(tmp_path))

@@ -50,6 +50,7 @@ from typing import Any, Union
 import numpy as np
 
 from .dataset import JSONLDataset
+from .index.store import is_index_artifact
 from .streaming import JSONLStream
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -96,7 +97,7 @@ def _glob(pattern: str, base: str) -> list[str]:
     ignore = _FILES_TO_IGNORE - {os.path.basename(pattern)}
     out = []
     for match in sorted(glob.glob(os.path.expanduser(full), recursive=True)):
-        if not os.path.isfile(match) or os.path.basename(match) in ignore:
+        if not os.path.isfile(match) or os.path.basename(match) in ignore or is_index_artifact(match):
             continue
         rel = os.path.relpath(match, base).replace(os.sep, "/").split("/")
         if any(p.startswith("__") and "__" not in pattern for p in rel[:-1]):

@@ -37,6 +37,20 @@ FORMAT_VERSION = 1
 INDEX_SUFFIX = ".index.npy"
 META_SUFFIX = ".meta.json"
 SEEK_STATE_SUFFIX = ".seekpoints"
+
+
+def is_index_artifact(name: str) -> bool:
+    """Whether a file name is one sjsonl writes beside data (an index, its metadata, seek points, or a
+    temp file of an atomic write) — never data itself, whatever its extension says.
+
+    Example:
+        >>> [is_index_artifact(n) for n in ("train.index.npy", "train.index.meta.json", "train.jsonl")]
+        [True, True, False]
+    """
+    base = name[:-4] if name.endswith(".tmp") else name  # temp files: "<final name>.<random>.tmp"
+    return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in ("npy", "meta", "seekpoints")
+
+
 _DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
 
 

@@ -270,6 +270,15 @@ def to_generator_dataset(
         pad_shards: let MindSpore shard random-access data instead: shards of equal size, padded by
             repeating rows, and with ``shuffle`` one global shuffle split between shards each epoch.
         generator_kwargs: passed on to ``GeneratorDataset`` (e.g. ``num_samples``, ``sampler``).
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write('{"q": "a", "n": 1}\\n{"q": "b", "n": 2}\\n{"q": "c", "n": 3}\\n')
+        >>> gd = to_generator_dataset(JSONLDataset(path), num_shards=2, shard_id=1)
+        >>> [(str(r["q"]), int(r["n"])) for r in gd.create_dict_iterator(output_numpy=True, num_epochs=1)]
+        [('b', 2)]
     """
     msd = require("mindspore.dataset", "mindspore")
     num_shards, shard_id = _distributed_defaults(num_shards, shard_id)

@@ -96,6 +96,18 @@ def load_dataset(
 
     Raises:
         TypeError: for keywords the JSON Lines path cannot honour (they are named).
+
+    Example:
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> for split in ("train", "test"):
+        ...     _ = open(os.path.join(d, f"{split}.jsonl"), "w").write('{"text": "hi", "label": 1}\\n')
+        >>> files = {s: os.path.join(d, f"{s}.jsonl") for s in ("train", "test")}
+        >>> splits = load_dataset("json", data_files=files)
+        >>> sorted(splits), splits["train"].get_col_names()
+        (['test', 'train'], ['text', 'label'])
+        >>> load_dataset(d, split="test").get_dataset_size()     # a directory: 🤗's split inference
+        1
     """
     to_ms = dict(
         column_names=column_names,
