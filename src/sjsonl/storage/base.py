@@ -142,6 +142,25 @@ def suffix_of(path: str) -> str:
     return (urlsplit(path).path if is_url(path) else path).lower()
 
 
+_FILE_ERRORS = {
+    errno.ENOENT: "no such data file: {path}",
+    errno.EACCES: "permission denied reading data file: {path}",
+    errno.EISDIR: "expected a JSONL file, got a directory: {path}",
+}
+
+
+def data_file_error(code: int, path: str) -> DataFileError:
+    """The one-line error for a data file that is missing (``ENOENT``), unreadable (``EACCES``) or a
+    directory (``EISDIR``) — the same words for every storage.
+
+    Example:
+        >>> import errno
+        >>> str(data_file_error(errno.ENOENT, "/x.jsonl"))
+        'no such data file: /x.jsonl'
+    """
+    return DataFileError(code, _FILE_ERRORS[code].format(path=path))
+
+
 def stat_data_file(path: str) -> os.stat_result:
     """``os.stat`` of a data file, with one-line errors for the usual mistakes.
 
@@ -154,11 +173,11 @@ def stat_data_file(path: str) -> os.stat_result:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise DataFileError(errno.ENOENT, f"no such data file: {path}") from None
+        raise data_file_error(errno.ENOENT, path) from None
     except PermissionError:
-        raise DataFileError(errno.EACCES, f"permission denied reading data file: {path}") from None
+        raise data_file_error(errno.EACCES, path) from None
     if stat_module.S_ISDIR(st.st_mode):
-        raise DataFileError(errno.EISDIR, f"expected a JSONL file, got a directory: {path}")
+        raise data_file_error(errno.EISDIR, path)
     return st
 
 

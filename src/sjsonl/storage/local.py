@@ -20,8 +20,14 @@ import mmap
 import os
 from collections.abc import Sequence
 
-from ..errors import DataFileError
-from .base import DataStamp, fingerprint_of, read_sequentially, resolve_path, stat_data_file
+from .base import (
+    DataStamp,
+    data_file_error,
+    fingerprint_of,
+    read_sequentially,
+    resolve_path,
+    stat_data_file,
+)
 
 
 class LocalFile:
@@ -61,9 +67,9 @@ class LocalFile:
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except PermissionError:
-            raise DataFileError(errno.EACCES, f"permission denied reading data file: {self.path}") from None
+            raise data_file_error(errno.EACCES, self.path) from None
         except FileNotFoundError:
-            raise DataFileError(errno.ENOENT, f"no such data file: {self.path}") from None
+            raise data_file_error(errno.ENOENT, self.path) from None
         try:
             if os.fstat(fd).st_size == 0:
                 return b""  # mmap refuses empty files

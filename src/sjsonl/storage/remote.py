@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import DataFileError, require
-from .base import DataStamp, fingerprint_of, iter_ranges
+from .base import DataStamp, data_file_error, fingerprint_of, iter_ranges
 
 #: Bytes per ranged request during an index scan, and how many are in flight at once.
 SCAN_REQUEST_BYTES = 8 << 20
@@ -90,11 +90,11 @@ class RemoteFile:
         try:
             info = fs.info(key)
         except FileNotFoundError:
-            raise DataFileError(errno.ENOENT, f"no such data file: {self.path}") from None
+            raise data_file_error(errno.ENOENT, self.path) from None
         except PermissionError:
-            raise DataFileError(errno.EACCES, f"permission denied reading data file: {self.path}") from None
+            raise data_file_error(errno.EACCES, self.path) from None
         if info.get("type") == "directory":
-            raise DataFileError(errno.EISDIR, f"expected a JSONL file, got a directory: {self.path}")
+            raise data_file_error(errno.EISDIR, self.path)
         if info.get("size") is None:
             raise DataFileError(errno.EINVAL, f"{self.path}: the server does not report the file's size")
         return info
