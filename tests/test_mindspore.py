@@ -181,8 +181,6 @@ def test_json_path_refuses_what_it_cannot_honour(pairs) -> None:
     a, _ = pairs["llama_factory chat"]
     with pytest.raises(TypeError, match="field, token"):
         load_dataset("json", data_files=str(a), field="data", token="x")
-    with pytest.raises(TypeError, match="storage_options"):
-        load_dataset(str(a), storage_options={"anon": True})
     # 🤗's preparation-only parameters have nothing to prepare here: accepted, no effect
     gd = load_dataset(str(a), split="train[:2]", download_mode="reuse_dataset_if_exists", keep_in_memory=True)
     assert len(_rows(gd)) == 2

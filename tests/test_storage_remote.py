@@ -180,3 +180,20 @@ def test_fork_and_pickle_safety(bucket, raw):
     # and the thousands more as random batches (one coalesced request each)
     ids = [r["id"] for r in source_records(raw)]
     check_fork_safety(ds, ids, reads=150, batched=2000, pickled_reads=100)
+
+
+def test_load_dataset_reads_urls_in_place(bucket, raw):
+    """sjsonl.load_dataset (and the MindSpore loader on top of it) take URLs in data_files: no download."""
+    from sjsonl.loading import is_jsonl_source, load_dataset
+    from sjsonl.streaming import JSONLStream
+
+    url = bucket.put("splits/train.jsonl", raw)
+    expected = [json.loads(line) for line in raw.splitlines()]
+    files = {"train": url}
+    assert is_jsonl_source("json", data_files=files)
+    ds = load_dataset("json", data_files=files, split="train[:10]", storage_options=bucket.options)
+    assert list(ds) == expected[:10]
+    stream = load_dataset("json", data_files=files, streaming=True, storage_options=bucket.options)["train"]
+    assert isinstance(stream, JSONLStream) and list(stream) == expected
+    assert list(pickle.loads(pickle.dumps(stream)).take(3)) == expected[:3]
+    assert bucket.keys() == ["splits/train.jsonl"]

@@ -51,6 +51,7 @@ import numpy as np
 
 from .dataset import JSONLDataset
 from .index.store import is_index_artifact
+from .storage import is_url
 from .streaming import JSONLStream
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -110,6 +111,11 @@ def _resolve(patterns: list[str], base: str) -> list[str]:
     files: list[str] = []
     for pattern in patterns:
         pattern = os.fspath(pattern)
+        if is_url(pattern):  # read in place by range requests (sjsonl.storage); listed, not globbed
+            if _has_magic(pattern):
+                raise ValueError(f"globs over URLs are not supported; list the files: {pattern}")
+            files.append(pattern)
+            continue
         found = _glob(pattern, base)
         if not found and not _has_magic(pattern):
             where = pattern if os.path.isabs(pattern) else os.path.join(base, pattern)
@@ -211,19 +217,24 @@ def is_jsonl_source(
 ) -> bool:
     """Whether 🤗 would read these data with its ``json`` builder — the sources sjsonl reads itself.
 
-    True for ``path="json"`` with local files; for a JSON file or a glob of them; for a directory (or
+    True for ``path="json"`` with local files or JSON-suffixed URLs (``s3://…``, ``gs://…``, ``https://…``
+    — read in place by range requests); for a JSON file or a glob of them; for a directory (or
     ``data_files``) whose most common file extension is ``.json``, ``.jsonl`` or ``.ndjson`` (🤗's rule).
-    False for anything else — other formats, Hub dataset names, URLs (🤗 downloads those) — without
-    touching the network.
+    False for anything else — other formats, Hub dataset names and ``hf://`` URLs (🤗's own caching serves
+    those) — without touching the network.
 
     Example:
         >>> is_jsonl_source("json"), is_jsonl_source("csv"), is_jsonl_source("user/some_dataset")
         (True, False, False)
-        >>> is_jsonl_source("json", data_files={"train": "https://example.com/train.jsonl"})
+        >>> is_jsonl_source("json", data_files={"train": "s3://bucket/train.jsonl"})
+        True
+        >>> is_jsonl_source("json", data_files={"train": "hf://datasets/user/name/train.jsonl"})
         False
     """
     path = os.fspath(path)
-    if "://" in path or any("://" in os.fspath(f) for f in _flat(data_files)):
+    urls = [os.fspath(f) for f in _flat(data_files) if is_url(f)]
+    in_place = all(_is_json_file(u) and not u.startswith("hf://") for u in urls)
+    if is_url(path) or (urls and (path != "json" or not in_place)):
         return False
     if path == "json":
         return True
@@ -283,15 +294,15 @@ def _pct_to_abs(boundary: int, n: int, rounding: str) -> int:
 
 
 def _select_split(
-    spec: str, files: Mapping[str, list[str]], make: Any, streaming: bool
+    spec: str, files: Mapping[str, list[str]], make: Any, stream: Any
 ) -> JSONLDataset | JSONLStream:
-    if streaming:
+    if stream is not None:  # streaming=True
         names = re.split(r"\s*\+\s*", spec.strip())
         bad = [p for p in names if p not in files]
         if bad:
             detail = "slices are not available with streaming=True" if any("[" in p for p in bad) else ""
             raise ValueError(f"Bad split: {spec}. Available splits: {list(files)}. {detail}".strip())
-        return JSONLStream([f for p in names for f in files[p]])
+        return stream([f for p in names for f in files[p]])
     needed = {m.group("split") for p in re.split(r"\s*\+\s*", spec.strip()) if (m := _SPLIT_SPEC.match(p))}
     datasets = {s: make(files[s]) for s in files if s in needed}
     ranges = _split_ranges(spec, {s: len(datasets[s]) if s in datasets else 0 for s in files})
@@ -319,6 +330,7 @@ def load_dataset(
     *,
     index_dir: PathLike | None = None,
     workers: int | None = None,
+    storage_options: dict | None = None,
     **kwargs: Any,
 ) -> Any:
     """Load JSON Lines data with 🤗 ``datasets.load_dataset``'s parameters; see the module docstring.
@@ -332,6 +344,8 @@ def load_dataset(
         streaming: return :class:`~sjsonl.streaming.JSONLStream` objects (no index) instead of datasets.
         index_dir: where to keep the indexes (as :class:`~sjsonl.dataset.JSONLDataset`).
         workers: threads for building indexes.
+        storage_options: passed to fsspec for URLs in ``data_files`` (``s3://bucket/train.jsonl`` …), which
+            are read in place by range requests; their indexes go to the cache directory.
 
     Raises:
         TypeError: for any other keyword argument (sjsonl never ignores one silently).
@@ -359,10 +373,13 @@ def load_dataset(
     files = resolve_data_files(path, data_dir, data_files)
 
     def make(paths: list[str]) -> JSONLDataset:
-        return JSONLDataset(paths, index_dir=index_dir, workers=workers)
+        return JSONLDataset(paths, index_dir=index_dir, workers=workers, storage_options=storage_options)
+
+    def stream(paths: list[str]) -> JSONLStream:
+        return JSONLStream(paths, storage_options=storage_options)
 
     if split is None:
-        return {s: (JSONLStream(fs) if streaming else make(fs)) for s, fs in files.items()}
+        return {s: (stream(fs) if streaming else make(fs)) for s, fs in files.items()}
     if isinstance(split, str) or not isinstance(split, Sequence):
-        return _select_split(str(split), files, make, streaming)
-    return [_select_split(str(s), files, make, streaming) for s in split]
+        return _select_split(str(split), files, make, stream if streaming else None)
+    return [_select_split(str(s), files, make, stream if streaming else None) for s in split]

@@ -4,8 +4,9 @@
 line by line, under the same rules as the indexed path (only ``\\n`` ends a line; blank lines are skipped; a
 UTF-8 BOM at the start and ``\\r\\n`` endings are fine; a bad line raises a located
 :class:`~sjsonl.errors.RecordDecodeError`), so it can start at once on data that has no index yet, or
-that is read only once. ``.gz`` files are decompressed on the fly. It pickles as a few paths, so it can be
-handed to worker processes.
+that is read only once. ``.gz`` files are decompressed on the fly; seekable ``.zst`` files and URLs
+(``s3://…``, any fsspec protocol, with ``storage_options``) are read through :mod:`sjsonl.storage` in large
+sequential chunks. It pickles as a few paths, so it can be handed to worker processes.
 
 Example:
     >>> import os, tempfile
@@ -30,10 +31,17 @@ from typing import Any, BinaryIO
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
 from .errors import RecordDecodeError
-from .storage import resolve_path, stat_data_file
+from .storage import is_url, open_storage, resolve_path, stat_data_file
 
 _BOM = b"\xef\xbb\xbf"
 _WS = b" \t\r\n"
+
+
+_CHUNK_BYTES = 4 << 20
+
+
+def _is_plain_local(path: str) -> bool:
+    return not is_url(path) and not path.endswith((".zst", ".zstd"))
 
 
 def _open(path: str) -> BinaryIO:
@@ -41,17 +49,38 @@ def _open(path: str) -> BinaryIO:
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb", buffering=1 << 20)
 
 
-def iter_lines(paths: Sequence[str]) -> Iterator[tuple[str, int, int, bytes]]:
+def _chunked_lines(path: str, storage_options: dict | None) -> Iterator[bytes]:
+    """Lines (each with its ``\n``, but perhaps the last) of any storage, read in large sequential chunks."""
+    pending = b""
+    for chunk in open_storage(path, storage_options).chunks(_CHUNK_BYTES):  # type: ignore[attr-defined]
+        parts = (pending + chunk).split(b"\n")
+        pending = parts.pop()
+        for part in parts:
+            yield part + b"\n"
+    if pending:
+        yield pending
+
+
+def _lines(path: str, storage_options: dict | None) -> Iterator[bytes]:
+    if _is_plain_local(path):
+        with _open(path) as f:
+            yield from f
+    else:
+        yield from _chunked_lines(path, storage_options)
+
+
+def iter_lines(
+    paths: Sequence[str], storage_options: dict | None = None
+) -> Iterator[tuple[str, int, int, bytes]]:
     """``(path, line number, byte offset, bytes)`` of every non-blank line of ``paths``, in order."""
     for path in paths:
         offset = 0
-        with _open(path) as f:
-            for lineno, line in enumerate(f, 1):
-                start = offset
-                offset += len(line)
-                body = line[3:] if lineno == 1 and line.startswith(_BOM) else line
-                if body.strip(_WS):
-                    yield path, lineno, start, body
+        for lineno, line in enumerate(_lines(path, storage_options), 1):
+            start = offset
+            offset += len(line)
+            body = line[3:] if lineno == 1 and line.startswith(_BOM) else line
+            if body.strip(_WS):
+                yield path, lineno, start, body
 
 
 def decode_line(path: str, lineno: int, start: int, body: bytes) -> Any:
@@ -69,7 +98,8 @@ class JSONLStream:
     """An iterable over the records of one or more JSONL files, in order, without an index.
 
     Args:
-        path: a file, or a list of files read one after the other.
+        path: a file or URL, or a list of them read one after the other.
+        storage_options: passed to fsspec for URLs (credentials, ``endpoint_url``, …).
 
     Views return new streams and read nothing until iterated: :meth:`shard` (records ``index``,
     ``index + num_shards``, …), :meth:`skip`, :meth:`take`, and :meth:`shuffle` (a buffered, approximate
@@ -83,13 +113,22 @@ class JSONLStream:
         [0, 1, 2, 3, 4, 5]
     """
 
-    def __init__(self, path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        storage_options: dict | None = None,
+    ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise ValueError("JSONLStream needs at least one file")
-        self._files = [resolve_path(p) for p in paths]
-        for p in self._files:
-            stat_data_file(p)  # fail now, with a clear message, rather than mid-iteration
+        self._files = [os.fspath(p) if is_url(p) else resolve_path(p) for p in paths]
+        self._storage_options = storage_options
+        for p in self._files:  # fail now, with a clear message, rather than mid-iteration
+            if is_url(p):
+                open_storage(p, storage_options)
+            else:
+                stat_data_file(p)
         self._ops: tuple[tuple[Any, ...], ...] = ()  # view operations, applied in the order given
 
     @property
@@ -104,7 +143,7 @@ class JSONLStream:
     def __iter__(self) -> Iterator[Any]:
         # Views act on raw lines, so skipped and other shards' lines are never parsed, and a bad line
         # still reports its file and line number after a shuffle.
-        lines: Iterator[tuple[str, int, int, bytes]] = iter_lines(self._files)
+        lines: Iterator[tuple[str, int, int, bytes]] = iter_lines(self._files, self._storage_options)
         for op, a, b in self._ops:
             if op == "slice":
                 lines = islice(lines, a, b)

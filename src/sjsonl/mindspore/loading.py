@@ -7,11 +7,12 @@ Where the data go:
   (or ``data_files``) mostly of them (🤗's rule, see :func:`sjsonl.loading.is_jsonl_source`) — are read by
   :func:`sjsonl.load_dataset` through a line index: no Arrow conversion, no second copy. 🤗's parameters mean
   what they can mean here: ``num_proc`` → threads building the index, ``cache_dir`` → where indexes are kept,
-  ``features`` → the MindSpore columns and dtypes, ``streaming`` → an index-free stream. ``download_config``,
+  ``features`` → the MindSpore columns and dtypes, ``streaming`` → an index-free stream,
+  ``storage_options`` → fsspec options for URLs in ``data_files`` (read in place). ``download_config``,
   ``download_mode``, ``verification_mode``, ``keep_in_memory``, ``save_infos`` and ``revision`` concern
   downloading and preparing Arrow files, of which there are none: they are accepted and have no effect.
-  ``storage_options`` (remote files) and any other keyword (🤗 JSON builder options such as ``field``, or
-  ``token``) raise — read such data with ``datasets.load_dataset`` and pass it to
+  Any other keyword (🤗 JSON builder options such as ``field``, or ``token``) raises — read such data with
+  ``datasets.load_dataset`` and pass it to
   :func:`~sjsonl.mindspore.to_generator_dataset`.
 - **Anything else** (CSV, Parquet, Hub names, scripts…) goes to ``datasets.load_dataset`` with every 🤗
   argument the caller set and every further keyword (``**config_kwargs``) — nothing is dropped, so a wrong
@@ -128,10 +129,16 @@ def load_dataset(
                 "reads JSON Lines in place; for 🤗 JSON builder options call datasets.load_dataset(...) and "
                 "pass the result to sjsonl.mindspore.to_generator_dataset"
             )
-        if storage_options is not None:
-            raise TypeError("storage_options (remote files) is not supported for JSON Lines data here")
         result = load_jsonl(
-            path, name, data_dir, data_files, split, streaming, index_dir=cache_dir, workers=num_proc
+            path,
+            name,
+            data_dir,
+            data_files,
+            split,
+            streaming,
+            index_dir=cache_dir,
+            workers=num_proc,
+            storage_options=storage_options,
         )
         return _wrap(result, lambda ds: to_generator_dataset(ds, **to_ms))
 
