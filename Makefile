@@ -29,7 +29,9 @@ test: $(VENV)/.all lint
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.all
+	$(PIP) -e '.[bench]'
 	$(PY) benchmarks/run.py --out benchmarks/results.md
+	$(PY) benchmarks/plot.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis
