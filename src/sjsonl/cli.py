@@ -17,8 +17,6 @@ import sys
 import time
 from collections.abc import Sequence
 
-import numpy as np
-
 from . import __version__
 from .dataset import JSONLDataset
 from .errors import SJSONLError
@@ -52,11 +50,11 @@ def cmd_info(args: argparse.Namespace) -> None:
     found, problems = find_index(storage, index_dir=args.index_dir)
     status = "fresh" if found else ("stale: " + problems[-1] if problems else "missing")
     ds = JSONLDataset(args.file, build_index_on_load=not args.no_build, index_dir=args.index_dir)
-    sizes = np.diff(np.append(ds._files[0].offsets.astype(np.int64), ds._files[0].end))
+    sizes = ds.record_sizes()
     print(f"file:     {storage.path}")
     stored = storage.stamp(fingerprint=False).stored
-    packed = "" if stored == ds._files[0].end else f" ({stored:,} stored)"
-    print(f"bytes:    {ds._files[0].end:,}{packed}")
+    packed = "" if stored == ds.nbytes else f" ({stored:,} stored)"
+    print(f"bytes:    {ds.nbytes:,}{packed}")
     print(f"records:  {len(ds):,}")
     print(f"index:    {ds.index_paths[0] or '(in memory; could not be saved)'}")
     print(f"status:   {status}{'' if found else ' (rebuilt now)'}")

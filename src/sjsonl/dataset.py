@@ -107,6 +107,25 @@ class JSONLDataset:
         """Where each file's index lives (``None`` when it could not be saved)."""
         return [f.index_path for f in self._files]
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of data indexed, over all files (decompressed bytes for ``.gz``/``.zst``)."""
+        return sum(f.end for f in self._files)
+
+    def record_sizes(self) -> np.ndarray:
+        """Bytes of each record of the underlying files, in file order (views do not reorder it),
+        line endings included.
+
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write('{"a": 1}\\n[2]\\n')
+            >>> ds = JSONLDataset(path)
+            >>> ds.record_sizes().tolist(), ds.nbytes
+            ([9, 4], 13)
+        """
+        return np.concatenate([f.record_sizes() for f in self._files])
+
     def __len__(self) -> int:
         return self._len
 
@@ -175,11 +194,19 @@ class JSONLDataset:
                 yield from (it if transform is None else map(transform, it))
             return
         for lo in range(0, self._len, _BLOCK):
-            yield from self._iter_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
+            yield from self.iter_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
 
-    def _iter_positions(self, positions: np.ndarray) -> Iterator[Any]:
-        """The records at ``positions``, decoded lazily from a single file (see ``IndexedFile.iter_at``);
-        used by view iteration and by :class:`sjsonl.torch.IterableDataset`."""
+    def iter_positions(self, positions: np.ndarray) -> Iterator[Any]:
+        """The records at ``positions`` (any order), decoded one at a time as they are consumed — the
+        iterator form of ``ds[positions]``; view iteration and :class:`sjsonl.torch.IterableDataset` use it.
+
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write("10\\n11\\n12\\n")
+            >>> list(JSONLDataset(path).iter_positions(np.array([2, 0])))
+            [12, 10]
+        """
         if self._single is None:
             yield from self._records_at_positions(positions)
             return

@@ -113,6 +113,10 @@ class IndexedFile:
     def __len__(self) -> int:
         return self.n
 
+    def record_sizes(self) -> np.ndarray:
+        """Bytes each record spans, line ending and any blank lines after it included (int64)."""
+        return np.diff(np.append(self.offsets.astype(np.int64), self.end))
+
     def span(self, i: int) -> tuple[int, int]:
         """Byte range of record ``i`` including any blank lines after it (JSON whitespace)."""
         offsets = self.offsets

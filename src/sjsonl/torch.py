@@ -235,7 +235,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
     def _fetch(self, indices: np.ndarray) -> Iterator[Any]:
         if isinstance(self.dataset, JSONLDataset):
             # one vectorised offset lookup per block, records decoded one at a time (cache-warm)
-            return self.dataset._iter_positions(indices)
+            return self.dataset.iter_positions(indices)
         return (self.dataset[i] for i in indices.tolist())
 
     # ----------------------------------------------------------------- state
