@@ -26,6 +26,7 @@ from .errors import (
     IndexFileError,
     RecordDecodeError,
     SJSONLError,
+    StaleDataError,
     StaleIndexError,
 )
 from .indexer import JSONLIndexer
@@ -40,6 +41,7 @@ __all__ = [
     "JSONLIndexer",
     "RecordDecodeError",
     "SJSONLError",
+    "StaleDataError",
     "StaleIndexError",
     "__version__",
     "load_dataset",

@@ -9,8 +9,19 @@ Example:
 from __future__ import annotations
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks escaped, so a message (e.g. naming a file whose name holds a newline)
+    stays on one line.
+
+    Example:
+        >>> one_line("no such data file: /data/a\\nb.jsonl")
+        'no such data file: /data/a\\\\nb.jsonl'
+    """
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class SJSONLError(Exception):
-    """Base class of every error sjsonl raises on purpose.
+    """Base class of every error sjsonl raises on purpose. Its message is always one line.
 
     Example:
         >>> from sjsonl import JSONLDataset
@@ -20,6 +31,9 @@ class SJSONLError(Exception):
         ...     print(type(exc).__name__, exc)
         DataFileError no such data file: /no/such/data.jsonl
     """
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
 
 
 class DataFileError(SJSONLError, OSError):
@@ -36,7 +50,7 @@ class DataFileError(SJSONLError, OSError):
     """
 
     def __str__(self) -> str:  # one plain line, without OSError's "[Errno N]" prefix
-        return str(self.strerror) if self.strerror else super().__str__()
+        return one_line(str(self.strerror)) if self.strerror else super().__str__()
 
 
 class StaleIndexError(SJSONLError):
@@ -53,6 +67,27 @@ class StaleIndexError(SJSONLError):
         Traceback (most recent call last):
         ...
         sjsonl.errors.StaleIndexError: index ... is stale: data file was appended to (2 -> 4 bytes); ...
+    """
+
+
+class StaleDataError(SJSONLError):
+    """A data file changed under an open dataset (replaced, truncated or rewritten), so the records its
+    index describes can no longer be read. Raised, for example, in a worker process that received a
+    pickled dataset when the file at the path is no longer the one the parent indexed: the worker never
+    silently reads other data than its parent. Reopen the dataset to index the new version.
+
+    Example:
+        >>> import os, pickle, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("1\\n2\\n")
+        >>> blob = pickle.dumps(JSONLDataset(path))
+        >>> _ = open(path + ".new", "w").write("3\\n4\\n")
+        >>> os.replace(path + ".new", path)          # a new version under the same name
+        >>> pickle.loads(blob)[0]
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.StaleDataError: ...d.jsonl changed after it was indexed: ...
     """
 
 

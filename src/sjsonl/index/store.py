@@ -48,7 +48,7 @@ def is_index_artifact(name: str) -> bool:
         [True, True, False]
     """
     base = name[:-4] if name.endswith(".tmp") else name  # temp files: "<final name>.<random>.tmp"
-    return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in ("npy", "meta", "seekpoints")
+    return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in ("npy", "meta", "seekpoints", "schema")
 
 
 _DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
