@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sjsonl.index.scan import offset_dtype, scan_record_starts
+from sjsonl.index import scan as scan_module
+from sjsonl.index.scan import DataChangedWhileScanning, offset_dtype, scan_file, scan_record_starts
 
 BOM = b"\xef\xbb\xbf"
 
@@ -102,3 +104,56 @@ def test_progress_reports_every_byte():
     seen = []
     scan_record_starts(b"1\n" * 1000, chunk_bytes=64, on_progress=seen.append)
     assert sum(seen) == 2000
+
+
+def _scan_via_file(tmp_path, data: bytes, **kw) -> list[int]:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return scan_file(fd, len(data), **kw).tolist()
+    finally:
+        os.close(fd)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.sampled_from(["1", '{"a": 2}', "[3]"]),
+            st.tuples(st.sampled_from([" ", "\t", "\r", " \t"]), st.integers(0, 70), st.booleans()).map(
+                lambda t: t[0] * t[1] + ("7" if t[2] else "")
+            ),
+        ),
+        max_size=40,
+    ),
+    chunk=st.integers(1, 80),
+)
+def test_file_scan_matches_reference_on_whitespace_led_lines(tmp_path_factory, lines, chunk):
+    """The pread driver and the vectorised whitespace check, with runs longer than its step count."""
+    data = "\n".join(lines).encode()
+    got = _scan_via_file(tmp_path_factory.mktemp("s"), data, chunk_bytes=chunk, workers=2)
+    assert got == reference_starts(data) == scan_record_starts(data, chunk_bytes=chunk).tolist()
+
+
+def test_file_scan_reports_a_file_shorter_than_promised(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"1\n2\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(DataChangedWhileScanning):
+            scan_file(fd, 100, chunk_bytes=16)
+    finally:
+        os.close(fd)
+
+
+def test_whitespace_led_lines_take_the_vectorised_path(monkeypatch):
+    """1M blank CRLF lines and 100k space-led records: no per-line Python work (the slow path is
+    counted, not timed)."""
+    calls = []
+    real = scan_module._line_is_blank
+    monkeypatch.setattr(scan_module, "_line_is_blank", lambda *a: calls.append(a) or real(*a))
+    data = b"\r\n" * 1_000_000 + b' {"a": 1}\n' * 100_000 + b"\t\r\n" * 1000
+    got = scan_record_starts(data)
+    assert len(got) == 100_000 and int(got[0]) == 2_000_000
+    assert len(calls) <= len(data) // scan_module.CHUNK_BYTES + 2  # at most a line per chunk edge

@@ -6,11 +6,15 @@ A record is a non-blank line. Only the byte ``\\n`` ends a line; a line holding 
 numpy releases the GIL in ``np.equal`` and ``np.flatnonzero``, so threads scale; measured on this machine
 they beat processes (no result pickling, no second map), see ``benchmarks/``.
 
-Two drivers share one chunk routine (:meth:`_ChunkScanner.scan`): :func:`scan_record_starts` over a
-buffer (a memory map: chunks in parallel threads) and :func:`scan_stream` over a sequence of chunks read
-in order (compressed and remote data, where the bytes exist only as they are read). What a chunk cannot
+Three drivers share one chunk routine (:meth:`_ChunkScanner.scan`): :func:`scan_file` over an open file
+(chunks read with ``pread`` in parallel threads — a file is never mapped for the scan, so one truncated
+under it gives a short read, not SIGBUS), :func:`scan_record_starts` over a buffer, and
+:func:`scan_stream` over a sequence of chunks read in order (compressed and remote data, where the bytes
+exist only as they are read). What a chunk cannot
 decide alone — the first byte of a line that starts just past its end, whether a line that opens with
-whitespace is blank — it looks up in the buffer, or, for a stream, in chunks read ahead.
+whitespace is blank — it looks up with small reads, or, for a stream, in chunks read ahead. Lines that
+open with whitespace are checked a few bytes at a time for all of them at once (vectorised), so blank
+``\\r\\n`` lines or indented records cost no per-line Python work.
 
 Example:
     >>> import numpy as np
@@ -23,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 import threading
@@ -46,30 +49,74 @@ def default_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def _line_is_blank(buf, start: int, size: int) -> bool:
-    """Slow path for a line that begins with whitespace: is it whitespace up to the next ``\\n``?"""
+def _line_is_blank(peek: Callable[[int, int], bytes], start: int, size: int) -> bool:
+    """Slow path for a line that begins with a long run of whitespace: is it whitespace up to ``\\n``?"""
     pos = start
+    step = 256
     while pos < size:
-        block = bytes(buf[pos : min(pos + 65536, size)])
+        block = peek(pos, min(pos + step, size))
         if not block:  # the end of a stream whose size was not known yet
             break
         rest = block.lstrip(_BLANK_BYTES)
         if rest:
             return rest[0] == 0x0A
         pos += len(block)
+        step = min(step * 4, 1 << 20)
     return True
 
 
-class _ChunkScanner:
-    """Scans one chunk at a time; per-thread scratch masks avoid a fresh allocation per chunk."""
+class _FileChunks:
+    """Chunks of an open file read with ``pread`` into per-thread scratch buffers (no memory map: a file
+    truncated during the scan gives a short read and a clear error, never SIGBUS)."""
 
-    def __init__(self, buf, size: int, dtype: np.dtype, chunk_bytes: int) -> None:
-        self.buf, self.size, self.dtype, self.chunk_bytes = buf, size, dtype, chunk_bytes
-        self.first = 3 if bytes(buf[:3]) == _BOM else 0
+    def __init__(self, fd: int, size: int, chunk_bytes: int) -> None:
+        self.fd, self.size, self.chunk_bytes = fd, size, chunk_bytes
         self._local = threading.local()
-        # madvise needs page-aligned ranges; chunks are, unless a caller picks an odd chunk size
-        aligned = chunk_bytes % mmap.PAGESIZE == 0
-        self._release = aligned and isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
+
+    def __call__(self, lo: int, hi: int) -> np.ndarray:
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None or len(scratch) < hi - lo:
+            scratch = self._local.scratch = bytearray(max(hi - lo, self.chunk_bytes))
+        view = memoryview(scratch)[: hi - lo]
+        got = 0
+        while got < hi - lo:
+            n = os.preadv(self.fd, [view[got:]], lo + got)
+            if n <= 0:
+                raise DataChangedWhileScanning(f"data file shrank to {lo + got} bytes while it was indexed")
+            got += n
+        return np.frombuffer(scratch, dtype=np.uint8, count=hi - lo)
+
+    def peek(self, lo: int, hi: int) -> bytes:
+        return os.pread(self.fd, hi - lo, lo)
+
+
+class DataChangedWhileScanning(Exception):
+    """The bytes being scanned changed under the scan (a short read): the caller scans again."""
+
+
+#: How many bytes of a whitespace-led line the vectorised check looks at before the slow path takes over.
+_WS_STEPS = 32
+
+
+class _ChunkScanner:
+    """Scans one chunk at a time; per-thread scratch masks avoid a fresh allocation per chunk.
+
+    ``peek(lo, hi)`` returns bytes of the data outside the chunk at hand (the next chunk's first byte,
+    the rest of a whitespace-led line); ``load(lo, hi)`` returns a chunk as a uint8 array (zero-copy
+    from a buffer, or read into scratch memory)."""
+
+    def __init__(
+        self,
+        peek: Callable[[int, int], bytes],
+        size: int,
+        dtype: np.dtype,
+        chunk_bytes: int,
+        load: Callable[[int, int], np.ndarray] | None = None,
+    ) -> None:
+        self.peek, self.size, self.dtype, self.chunk_bytes = peek, size, dtype, chunk_bytes
+        self.load = load
+        self.first = 3 if peek(0, 3) == _BOM else 0
+        self._local = threading.local()
 
     def _mask(self, n: int) -> np.ndarray:
         mask = getattr(self._local, "mask", None)
@@ -78,13 +125,9 @@ class _ChunkScanner:
         return mask[:n]
 
     def __call__(self, bounds: tuple[int, int]) -> np.ndarray:
-        """Record starts in ``buf[lo:hi]`` (the buffer driver; one call per chunk, from any thread)."""
+        """Record starts in ``[lo, hi)`` (one call per chunk, from any thread)."""
         lo, hi = bounds
-        n = hi - lo
-        starts = self.scan(np.frombuffer(self.buf, dtype=np.uint8, count=n, offset=lo), lo)
-        if self._release:  # keep resident memory bounded: these pages stay in the page cache
-            self.buf.madvise(mmap.MADV_DONTNEED, lo, n)
-        return starts
+        return self.scan(self.load(lo, hi), lo)  # type: ignore[misc]
 
     def scan(self, data: np.ndarray, lo: int) -> np.ndarray:
         """Record starts among the lines that begin in ``data``, the bytes at ``[lo, lo + len(data))``."""
@@ -105,18 +148,53 @@ class _ChunkScanner:
         if not len(starts):
             return starts
         local = starts - lo
-        first = np.empty(len(starts), dtype=np.uint8)
         inside = local < (hi - lo)
+        first = np.empty(len(starts), dtype=np.uint8)
         first[inside] = data[local[inside]]
         for j in np.flatnonzero(~inside):  # a line starting at hi: its first byte is the next chunk's
-            first[j] = self.buf[int(starts[j])]
+            first[j] = self.peek(int(starts[j]), int(starts[j]) + 1)[0]
         suspicious = (first == 0x0A) | (first == 0x20) | (first == 0x09) | (first == 0x0D)
         if not suspicious.any():
             return starts
         keep = ~suspicious
-        for j in np.flatnonzero(suspicious & (first != 0x0A)):
-            keep[j] = not _line_is_blank(self.buf, int(starts[j]), self.size)
+        led = np.flatnonzero(suspicious & (first != 0x0A))  # lines that open with space, tab or \r
+        if len(led):
+            keep[led] = ~self._blank(starts[led], data, lo, hi)
         return starts[keep]
+
+    def _blank(self, line_starts: np.ndarray, data: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """Which whitespace-led lines are blank: a few vectorised steps over all of them at once, then a
+        byte-string scan for the rare line whose whitespace runs longer (or past this chunk)."""
+        blank = np.zeros(len(line_starts), dtype=bool)
+        todo = np.arange(len(line_starts))
+        pos = line_starts.astype(np.int64)
+        slow: list[np.ndarray] = []  # lines whose whitespace runs past this chunk or past _WS_STEPS bytes
+        for _ in range(_WS_STEPS):
+            at_end = pos[todo] >= self.size
+            blank[todo[at_end]] = True  # whitespace up to the end of the file
+            todo = todo[~at_end]
+            in_chunk = pos[todo] < hi
+            slow.append(todo[~in_chunk])
+            todo = todo[in_chunk]
+            byte = data[pos[todo] - lo]
+            decided = (byte != 0x20) & (byte != 0x09) & (byte != 0x0D)
+            blank[todo[decided]] = byte[decided] == 0x0A
+            todo = todo[~decided]
+            if not len(todo):
+                break
+            pos[todo] += 1
+        slow.append(todo)
+        for j in np.concatenate(slow).tolist():
+            blank[j] = _line_is_blank(self.peek, int(pos[j]), self.size)
+        return blank
+
+
+def _buffer_peek(buf) -> Callable[[int, int], bytes]:
+    return lambda lo, hi: bytes(buf[lo:hi])
+
+
+def _buffer_load(buf) -> Callable[[int, int], np.ndarray]:
+    return lambda lo, hi: np.frombuffer(buf, dtype=np.uint8, count=hi - lo, offset=lo)
 
 
 def scan_record_starts(
@@ -129,19 +207,55 @@ def scan_record_starts(
 ) -> np.ndarray:
     """Start offsets of every record in ``buf[:size]``, as the smallest unsigned dtype that fits.
 
-    ``buf`` is any buffer (a memory map, ``bytes``); memory used beyond the result is a few chunks per
-    thread, whatever the file's size. ``on_progress(n)`` is called with the bytes done after each chunk.
+    ``buf`` is any buffer (``bytes``, a memory map); memory used beyond the result is a few chunks per
+    thread, whatever the size. ``on_progress(n)`` is called with the bytes done after each chunk.
     """
     size = len(buf) if size is None else size
+    return _scan_parallel(_buffer_peek(buf), _buffer_load(buf), size, workers, on_progress, chunk_bytes)
+
+
+def scan_file(
+    fd: int,
+    size: int,
+    *,
+    workers: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> np.ndarray:
+    """:func:`scan_record_starts` over the first ``size`` bytes of the open file ``fd``, read with
+    ``pread`` (never mapped, so truncation during the scan cannot crash the process). Raises
+    :class:`DataChangedWhileScanning` if the file turns out shorter than ``size``.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "wb").write(b'[1]\\n  \\n[2]\\n')
+        >>> fd = os.open(path, os.O_RDONLY)
+        >>> scan_file(fd, os.fstat(fd).st_size).tolist()
+        [0, 7]
+        >>> os.close(fd)
+    """
+    chunks = _FileChunks(fd, size, chunk_bytes)
+    return _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes)
+
+
+def _scan_parallel(
+    peek: Callable[[int, int], bytes],
+    load: Callable[[int, int], np.ndarray],
+    size: int,
+    workers: int | None,
+    on_progress: Callable[[int], None] | None,
+    chunk_bytes: int,
+) -> np.ndarray:
     dtype = offset_dtype(size)
     if size == 0:
         return np.empty(0, dtype=dtype)
-    scanner = _ChunkScanner(buf, size, dtype, chunk_bytes)
+    scanner = _ChunkScanner(peek, size, dtype, chunk_bytes, load)
     chunks = [(lo, min(lo + chunk_bytes, size)) for lo in range(0, size, chunk_bytes)]
     workers = min(workers or default_workers(), len(chunks))
     parts = []
     if workers == 1:
-        results = map(scanner, chunks)
+        results: Iterator[np.ndarray] = map(scanner, chunks)
     else:
         pool = ThreadPoolExecutor(workers, thread_name_prefix="sjsonl-scan")
         results = pool.map(scanner, chunks)
@@ -152,7 +266,7 @@ def scan_record_starts(
                 on_progress(hi - lo)
     finally:
         if workers > 1:
-            pool.shutdown()
+            pool.shutdown(cancel_futures=True)
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -224,7 +338,7 @@ def scan_stream(
     """
     window = _ReadAhead(chunks)
     # The size is unknown until the last chunk is read; offsets are kept as uint64 meanwhile.
-    scanner = _ChunkScanner(window, sys.maxsize, np.dtype(np.uint64), CHUNK_BYTES)
+    scanner = _ChunkScanner(_buffer_peek(window), sys.maxsize, np.dtype(np.uint64), CHUNK_BYTES)
     parts = []
     lo = 0
     while (chunk := window.take(lo)) is not None:
