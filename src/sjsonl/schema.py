@@ -1,0 +1,495 @@
+"""Schema layer: the type of every top-level column, from ALL rows, computed once and cached with the index.
+
+A typed consumer (MindSpore's numpy rows, 🤗 ``features``/``column_names``) must fix each column's type before
+the first row goes out. Guessing from a sample breaks training hours in: a float at row 2501 of an int column
+fails mid-epoch. :func:`infer_schema` therefore looks at every record of every file once — in parallel
+processes for large files, with a progress bar on a terminal — and saves the result beside the file's index
+as ``<stem>.index.schema`` (e.g. ``train.index.schema`` next to ``train.index.npy``). The cache is keyed by
+the index's identity (the data stamp and the record count), so a rebuilt index (the data changed) makes it
+stale and it is recomputed; a view of a dataset (shuffle, select, shard …) has its files' schema.
+
+Column types (:class:`ColumnType`) are those JSON values can share:
+
+========================  =========================================================================
+``kind``                  the column's values (nulls and missing keys aside)
+========================  =========================================================================
+``"str"``                 strings
+``"int64"``               integers, all within int64
+``"float64"``             numbers, some with a fraction (``1`` and ``1.5`` mix into float64)
+``"bool"``                booleans
+(any of those), ndim d    rectangular lists of depth d of them (shapes may differ from row to row)
+``"json"``                anything else: objects, lists of objects, ragged lists, lists with nulls, mixed
+                          types, integers beyond int64 — no single numpy dtype holds them
+``"null"``                only nulls (or only empty lists) seen: nothing fixes the type yet
+========================  =========================================================================
+
+``nullable`` says whether some row lacks the key or holds ``null``.
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLDataset
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> rows = [f'{{"id": {i}, "text": "t{i}"}}' for i in range(3000)]
+    >>> rows[2501] = '{"id": 2.5, "extra": [1, 2]}'
+    >>> _ = open(path, "w").write("\\n".join(rows) + "\\n")
+    >>> ds = JSONLDataset(path)
+    >>> schema = infer_schema(ds)                  # every row: the float in row 2502 counts
+    >>> schema
+    RecordSchema(id: float64, text: str?, extra: 1-d int64 array?; 3000 rows)
+    >>> schema.column_names, schema["id"].kind, schema["text"].nullable
+    (['id', 'text', 'extra'], 'float64', True)
+    >>> os.path.exists(schema_cache_path(ds.index_paths[0]))   # cached beside the index
+    True
+    >>> infer_schema(ds, sample=100)["id"].kind  # sampling only when asked: it can miss row 2502
+    'int64'
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ._progress import Progress
+
+KINDS = ("str", "int64", "float64", "bool", "json", "null")
+CACHE_VERSION = 1
+#: Files with more records than this are split into chunks typed by worker processes.
+PARALLEL_MIN_RECORDS = 200_000
+_CHUNK_RECORDS = 100_000
+_SCALAR_KIND = {str: "str", bool: "bool", float: "float64", int: "int64"}
+_INT64 = (-(2**63), 2**63 - 1)
+
+# A signature is (kind, ndim): kind None means "no element seen yet" ([] or [[], []]); ndim None means "a list
+# of unknown depth" (a bare []). ("json", 0) absorbs everything. None (the value) is a null: no signature.
+Signature = tuple[str | None, int | None]
+JSON_SIG: Signature = ("json", 0)
+
+
+# ------------------------------------------------------------------------------------------ signatures
+def _list_shape(value: list) -> tuple[tuple[int, ...], set[type]] | None:
+    """Shape and leaf types of a rectangular nested list of scalars, or None when it is not one."""
+    if not value or type(value[0]) is not list:
+        types = set(map(type, value))
+        return ((len(value),), types) if types <= {str, int, float, bool} else None
+    subs = [_list_shape(v) if type(v) is list else None for v in value]
+    first = subs[0]
+    if first is None or any(s is None or s[0] != first[0] for s in subs):
+        return None
+    return (len(value), *first[0]), set().union(*(s[1] for s in subs))
+
+
+def leaf_kind(types: set[type], ints: Iterable[Any] = ()) -> str | None:
+    """The kind a set of leaf Python types shares (``None`` for no types); ``ints`` are range-checked.
+
+    Example:
+        >>> leaf_kind({int, float}), leaf_kind({int}, [2**63]), leaf_kind({str, int})
+        ('float64', 'json', 'json')
+    """
+    if not types:
+        return None
+    kinds = {_SCALAR_KIND[t] for t in types}
+    if kinds == {"int64", "float64"}:
+        return "float64"
+    if len(kinds) != 1:
+        return "json"
+    kind = kinds.pop()
+    if kind == "int64" and any(not _INT64[0] <= i <= _INT64[1] for i in ints):
+        return "json"
+    return kind
+
+
+def signature(value: Any) -> Signature | None:
+    """The signature of one JSON value (``None`` for null).
+
+    Example:
+        >>> signature("a"), signature([[1, 2], [3, 4.5]]), signature([{"r": 1}]), signature([])
+        (('str', 0), ('float64', 2), ('json', 0), (None, None))
+    """
+    t = type(value)
+    if value is None:
+        return None
+    if t is list:
+        if not value:
+            return (None, None)
+        found = _list_shape(value)
+        if found is None:
+            return JSON_SIG
+        shape, types = found
+        ints = np.asarray(value, dtype=object).ravel() if int in types else ()
+        kind = leaf_kind(types, ints)
+        return JSON_SIG if kind == "json" else (kind, len(shape))
+    if t is int:
+        return ("int64", 0) if _INT64[0] <= value <= _INT64[1] else JSON_SIG
+    if t in _SCALAR_KIND:
+        return (_SCALAR_KIND[t], 0)
+    return JSON_SIG
+
+
+def merge(a: Signature | None, b: Signature | None) -> Signature | None:
+    """The signature two columns' values share.
+
+    Example:
+        >>> merge(("int64", 0), ("float64", 0)), merge(("int64", 1), (None, None))
+        (('float64', 0), ('int64', 1))
+        >>> merge(("str", 0), ("int64", 0))
+        ('json', 0)
+    """
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if a == JSON_SIG or b == JSON_SIG or (a[1] == 0) != (b[1] == 0):
+        return JSON_SIG
+    if a[1] is not None and b[1] is not None and a[1] != b[1]:
+        return JSON_SIG
+    ndim = a[1] if a[1] is not None else b[1]
+    if a[0] is None or b[0] is None:
+        return (a[0] or b[0], ndim)
+    kind = leaf_kind({t for t, k in _SCALAR_KIND.items() if k in (a[0], b[0])})
+    return JSON_SIG if kind == "json" else (kind, ndim)
+
+
+# ------------------------------------------------------------------------------------------ the schema
+@dataclass(frozen=True)
+class ColumnType:
+    """One column's type: ``kind`` (see the module table), ``ndim`` (0 scalar, d for depth-d lists) and
+    ``nullable`` (some row lacks the key or holds null).
+
+    Example:
+        >>> ColumnType("int64", 1, True).describe()
+        '1-d int64 array?'
+    """
+
+    kind: str
+    ndim: int = 0
+    nullable: bool = False
+
+    def describe(self) -> str:
+        base = self.kind if self.ndim == 0 else f"{self.ndim}-d {self.kind} array"
+        return base + ("?" if self.nullable else "")
+
+
+class RecordSchema:
+    """Column types of a set of records: :attr:`columns` (name → :class:`ColumnType`, in the order keys first
+    appear), :attr:`rows` (records looked at), and, for rows that are not JSON objects, :attr:`value` (the
+    type of the whole row; ``None`` when every row is an object). Build one with :func:`infer_schema` or
+    :func:`schema_of_records`; schemas of parts :meth:`merge` into the schema of the whole.
+
+    Example:
+        >>> s = schema_of_records([{"a": 1, "b": "x"}, {"a": 2.5}])
+        >>> s.column_names, s["a"], s.rows
+        (['a', 'b'], ColumnType(kind='float64', ndim=0, nullable=False), 2)
+        >>> s.merge(schema_of_records([[1, 2]])).value      # objects mixed in: the whole row is JSON
+        ColumnType(kind='json', ndim=0, nullable=False)
+        >>> schema_of_records([[1, 2], [3]]).value
+        ColumnType(kind='int64', ndim=1, nullable=False)
+    """
+
+    def __init__(
+        self,
+        sigs: Mapping[str, Signature | None] | None = None,
+        present: Mapping[str, int] | None = None,
+        rows: int = 0,
+        objects: int = 0,
+        whole: Signature | None = None,
+    ) -> None:
+        self._sigs: dict[str, Signature | None] = dict(sigs or {})
+        self._present: dict[str, int] = dict(present or {})  # rows holding the key with a non-null value
+        self.rows, self._objects, self._whole = rows, objects, whole
+
+    # ---------------------------------------------------------------- reading
+    @property
+    def column_names(self) -> list[str]:
+        """Top-level keys of the object rows, in the order they first appear."""
+        return list(self._sigs)
+
+    @property
+    def columns(self) -> dict[str, ColumnType]:
+        """``{name: ColumnType}`` in column order."""
+        return {k: self[k] for k in self._sigs}
+
+    @property
+    def value(self) -> ColumnType | None:
+        """The type of the rows that are not JSON objects (``"json"`` when objects are mixed in), or None."""
+        others = self.rows - self._objects
+        if not others:
+            return None
+        return _column_type(JSON_SIG if self._objects else self._whole, False)
+
+    @property
+    def all_objects(self) -> bool:
+        """Whether every row is a JSON object (vacuously true with no rows)."""
+        return self._objects == self.rows
+
+    def __getitem__(self, name: str) -> ColumnType:
+        if name not in self._sigs:
+            raise KeyError(f"no column {name!r}; the columns are {self.column_names}")
+        return _column_type(self._sigs[name], self._present.get(name, 0) < self._objects)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._sigs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RecordSchema) and other.to_dict() == self.to_dict()
+
+    def __repr__(self) -> str:
+        parts = [f"{k}: {t.describe()}" for k, t in self.columns.items()]
+        if self.value is not None:
+            parts.append(f"<non-object rows>: {self.value.describe()}")
+        return f"RecordSchema({', '.join(parts)}; {self.rows} rows)"
+
+    # ---------------------------------------------------------------- combining
+    def merge(self, other: RecordSchema) -> RecordSchema:
+        """The schema of this schema's rows followed by ``other``'s."""
+        sigs = dict(self._sigs)
+        for k, s in other._sigs.items():
+            sigs[k] = merge(sigs.get(k), s)
+        present = {k: self._present.get(k, 0) + other._present.get(k, 0) for k in sigs}
+        return RecordSchema(
+            sigs,
+            present,
+            self.rows + other.rows,
+            self._objects + other._objects,
+            merge(self._whole, other._whole),
+        )
+
+    # ---------------------------------------------------------------- serialising
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (what the cache file holds); :meth:`from_dict` reads it back."""
+        return {
+            "rows": self.rows,
+            "objects": self._objects,
+            "whole": self._whole,
+            "columns": [[k, s, self._present.get(k, 0)] for k, s in self._sigs.items()],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RecordSchema:
+        def sig(s: Any) -> Signature | None:
+            return None if s is None else (s[0], s[1])
+
+        cols = d["columns"]
+        return cls(
+            {k: sig(s) for k, s, _ in cols},
+            {k: int(p) for k, _, p in cols},
+            int(d["rows"]),
+            int(d["objects"]),
+            sig(d["whole"]),
+        )
+
+    def signature_of(self, name: str) -> Signature | None:
+        """The raw signature of column ``name`` (``(None, None)``: only ``[]`` seen; None: only nulls)."""
+        return self._sigs[name]
+
+    @property
+    def whole_signature(self) -> Signature | None:
+        """The raw signature of the non-object rows (see :meth:`signature_of`)."""
+        return self._whole
+
+
+def _column_type(sig: Signature | None, nullable: bool) -> ColumnType:
+    if sig is None or sig[0] is None or sig[1] is None:
+        return ColumnType("null", 0 if sig is None or sig[1] is None else sig[1], nullable)
+    return ColumnType(sig[0], sig[1], nullable)
+
+
+def schema_of_records(rows: Iterable[Any]) -> RecordSchema:
+    """The :class:`RecordSchema` of ``rows`` (every one is looked at; nothing is cached).
+
+    Example:
+        >>> schema_of_records([{"q": "a", "n": None}, {"q": "b", "n": [1, 2]}])
+        RecordSchema(q: str, n: 1-d int64 array?; 2 rows)
+    """
+    sigs: dict[str, Signature | None] = {}
+    present: dict[str, int] = {}
+    whole: Signature | None = None
+    n = objects = 0
+    get = sigs.get
+    for row in rows:
+        n += 1
+        if type(row) is dict:
+            objects += 1
+            for key, value in row.items():
+                if value is None:
+                    if key not in sigs:
+                        sigs[key] = None
+                    continue
+                present[key] = present.get(key, 0) + 1
+                old = get(key)
+                t = type(value)
+                # the common case, a scalar of the column's kind, skips signature() and merge()
+                if old is not None and old[1] == 0 and t is not int and _SCALAR_KIND.get(t) == old[0]:
+                    continue
+                sigs[key] = merge(old, signature(value))
+        else:
+            whole = merge(whole, signature(row))
+    return RecordSchema(sigs, present, n, objects, whole)
+
+
+# ------------------------------------------------------------------------------------------ files and cache
+def schema_cache_path(index_path: str) -> str:
+    """Where the schema of the file indexed at ``index_path`` is cached: beside it, ``.npy`` → ``.schema``.
+
+    Example:
+        >>> schema_cache_path("/data/train.index.npy")
+        '/data/train.index.schema'
+    """
+    return (index_path[:-4] if index_path.endswith(".npy") else index_path) + ".schema"
+
+
+def _cache_key(f: Any) -> dict[str, Any]:
+    # The index's identity: the data version it describes and how many records it found. A rebuilt index
+    # (the data changed) has another stamp, so the cached schema is stale with it.
+    return {"version": CACHE_VERSION, "stamp": f.stamp.to_dict(), "records": int(f.n)}
+
+
+def _read_cache(f: Any) -> RecordSchema | None:
+    if f.index_path is None:
+        return None
+    try:
+        with open(schema_cache_path(f.index_path), "rb") as fh:
+            saved = orjson.loads(fh.read())
+        if saved.get("key") != _cache_key(f):
+            return None
+        return RecordSchema.from_dict(saved["schema"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None  # missing, torn by an old crash, or another version: recompute, never trust it
+
+
+def _write_cache(f: Any, schema: RecordSchema) -> None:
+    if f.index_path is None:
+        return
+    final = schema_cache_path(f.index_path)
+    data = orjson.dumps({"key": _cache_key(f), "schema": schema.to_dict()})
+    try:
+        where, name = os.path.split(final)
+        fd, tmp = tempfile.mkstemp(dir=where, prefix=name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, final)  # atomic: readers see the old cache or the new one, never a torn one
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass  # a read-only index place: the schema is still right, only recomputed next time
+
+
+def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
+    return schema_of_records(f.iter_records(lo, hi))
+
+
+def _file_schema(f: Any, workers: int, progress: bool | None) -> RecordSchema:
+    nbytes = int(f.end)
+    bar = Progress(nbytes, f"schema {os.path.basename(f.path)}", progress)
+    bounds = list(iter_chunks(f.n, _CHUNK_RECORDS))
+    offsets = f.offsets
+
+    def chunk_bytes(lo: int, hi: int) -> int:
+        return (int(offsets[hi]) if hi < f.n else nbytes) - int(offsets[lo])
+
+    schema = RecordSchema()
+    try:
+        if workers > 1 and f.n >= PARALLEL_MIN_RECORDS:
+            # Decoding is CPU-bound Python: processes, not threads. spawn, because callers (torch,
+            # MindSpore) run threads that fork would copy in a locked state. IndexedFile pickles by path.
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(min(workers, len(bounds)), mp_context=ctx) as pool:
+                futures = [pool.submit(_chunk_schema, f, lo, hi) for lo, hi in bounds]
+                for (lo, hi), fut in zip(bounds, futures):  # merged in file order: column order is stable
+                    schema = schema.merge(fut.result())
+                    if bar.update:
+                        bar.update(chunk_bytes(lo, hi))
+        else:
+            for lo, hi in bounds:
+                schema = schema.merge(_chunk_schema(f, lo, hi))
+                if bar.update:
+                    bar.update(chunk_bytes(lo, hi))
+    finally:
+        bar.close()
+    return schema
+
+
+def _indexed_files(ds: Any) -> list[Any] | None:
+    # A JSONLDataset's per-file units (source.IndexedFile: records, stamp, n, index_path), or None for any
+    # other iterable. Views share their base dataset's files, so a view has the schema of all its files'
+    # rows — a superset of its own, which is what a consumer typing every epoch's rows needs.
+    files = getattr(ds, "_files", None)
+    if isinstance(files, list) and files and all(hasattr(f, "stamp") and hasattr(f, "n") for f in files):
+        return files
+    return None
+
+
+def infer_schema(
+    data: Any,
+    *,
+    sample: int | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    cache: bool = True,
+) -> RecordSchema:
+    """The column types of every record of ``data`` — see the module docstring.
+
+    Args:
+        data: a :class:`~sjsonl.dataset.JSONLDataset` (or a view: the schema of its files), or any iterable
+            of records (looked at once, not cached).
+        sample: look at only ``sample`` evenly spaced records instead (nothing cached). Only on request:
+            a value outside the sample can contradict the types (that is what the full pass rules out).
+        workers: processes for files of more than :data:`PARALLEL_MIN_RECORDS` records (default: the CPU
+            count, at most 8).
+        progress: progress bar on stderr (default: for large files on a terminal).
+        cache: read and write ``<stem>.index.schema`` beside each index.
+
+    Example:
+        >>> infer_schema([{"a": 1}, {"a": True}])["a"].kind      # a plain iterable: all of it, no cache
+        'json'
+    """
+    files = _indexed_files(data)
+    if files is None:
+        if sample is not None:
+            data = list(data)
+            data = [data[int(i)] for i in _evenly(len(data), sample)]
+        return schema_of_records(data)
+    if sample is not None:
+        n = sum(int(f.n) for f in files)
+        bounds = np.cumsum([0] + [int(f.n) for f in files])
+        rows = []
+        for i in _evenly(n, sample).tolist():
+            k = int(np.searchsorted(bounds, i, side="right")) - 1
+            rows.append(files[k].record(i - int(bounds[k])))
+        return schema_of_records(rows)
+    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
+    schema = RecordSchema()
+    for f in files:
+        part = _read_cache(f) if cache else None
+        if part is None:
+            part = _file_schema(f, workers, progress)
+            if cache:
+                _write_cache(f, part)
+        schema = schema.merge(part)
+    return schema
+
+
+def _evenly(n: int, k: int) -> np.ndarray:
+    if k < 1:
+        raise ValueError(f"sample must be at least 1, not {k}")
+    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(np.int64)) if n else np.zeros(0, np.int64)
+
+
+def iter_chunks(n: int, step: int) -> Iterator[tuple[int, int]]:
+    """``[lo, hi)`` record ranges of ``step`` records covering ``[0, n)``.
+
+    Example:
+        >>> list(iter_chunks(5, 2))
+        [(0, 2), (2, 4), (4, 5)]
+    """
+    for lo in range(0, n, step):
+        yield lo, min(n, lo + step)
