@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sjsonl import JSONLDataset, JSONLIndexer, StaleIndexError
-from sjsonl.index.store import cache_index_path, default_index_path, meta_path_for
+from sjsonl.index.store import cache_index_path, default_index_path, read_index
 from sjsonl.sample import write_corpus
 
 from .conftest import run_unprivileged
@@ -23,13 +23,14 @@ def _lines(path):
     return [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
 
 
-def test_index_beside_data_with_metadata(tmp_path, monkeypatch):
+def test_index_beside_data_is_one_file(tmp_path, monkeypatch):
     monkeypatch.delenv("SJSONL_INDEX_DIR")
     path = tmp_path / "train.jsonl"
     path.write_bytes(b"1\n2\n")
     ds = JSONLDataset(path)
     assert ds.index_paths == [str(tmp_path / "train.index.npy")]
-    assert os.path.exists(meta_path_for(ds.index_paths[0]))
+    assert sorted(os.listdir(tmp_path)) == ["train.index.npy", "train.jsonl"]  # metadata inside: one file
+    assert read_index(ds.index_paths[0]).meta.records == 2
     assert np.load(tmp_path / "train.index.npy").tolist() == [0, 2]
 
 

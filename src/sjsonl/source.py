@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
-from .errors import IndexFileError, RecordDecodeError
+from .errors import IndexFileError, RecordDecodeError, SJSONLError, StaleDataError
 from .index import line_number_at, load_or_build_index
-from .index.store import load_offsets, read_meta
+from .index.store import read_index
 from .storage import Storage, byte_view, open_storage
 
 _TRAILING_WS = b" \t\r\n"
@@ -76,7 +76,8 @@ class IndexedFile:
     """A JSONL file with its record offsets, opened (and the index built) on construction.
 
     ``path`` is a local path or a URL; ``.gz`` and seekable ``.zst`` files are read in place (see
-    :func:`sjsonl.storage.open_storage`); ``storage_options`` go to fsspec for URLs.
+    :func:`sjsonl.storage.open_storage`); ``storage_options`` go to fsspec for URLs. The storage is
+    pinned to the version of the data the index describes, for this object's life and in its copies.
     """
 
     def __init__(
@@ -89,8 +90,9 @@ class IndexedFile:
         workers: int | None = None,
         progress: bool | None = None,
         storage_options: dict[str, Any] | None = None,
+        mmap: bool = True,
     ) -> None:
-        self.storage = open_storage(path, storage_options)
+        self.storage = open_storage(path, storage_options, mmap=mmap)
         loaded = load_or_build_index(
             self.storage,
             build=build_index_on_load,
@@ -101,6 +103,7 @@ class IndexedFile:
         )
         self.offsets: np.ndarray = loaded.offsets
         self.index_path = loaded.path
+        self.checksum = loaded.checksum
         self.stamp = loaded.stamp
         self.end = loaded.stamp.size  # bytes past this were not indexed (e.g. appended since)
         self.n = len(self.offsets)
@@ -159,8 +162,17 @@ class IndexedFile:
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 
-    def decode_error(self, start: int, data: bytes, reason: str) -> RecordDecodeError:
-        line = line_number_at(byte_view(self.storage), start)
+    def decode_error(self, start: int, data: bytes, reason: str) -> SJSONLError:
+        """The located decode error — or, when the span does not start a line, an error that blames the
+        index (corrupt offsets), not the healthy data."""
+        view = byte_view(self.storage)
+        after_bom = start == 3 and view[0:3] == b"\xef\xbb\xbf"
+        if start > 0 and view[start - 1 : start] != b"\n" and not after_bom:
+            return IndexFileError(
+                f"index {self.index_path} does not match {self.path}: its offset {start} is not the start of "
+                "a line (a corrupt index); delete it to rebuild"
+            )
+        line = line_number_at(view, start)
         return RecordDecodeError(self.path, line, start, excerpt(data), reason)
 
     def decode_spans(
@@ -264,10 +276,16 @@ class IndexedFile:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if self.offsets is None:
-            meta = read_meta(self.index_path)
-            if meta is None or meta.stamp != self.stamp or meta.records != self.n:
-                raise IndexFileError(
-                    f"index {self.index_path} changed after this dataset was pickled; reopen the dataset"
+        if self.offsets is None:  # the same index file, or a clear error: never other offsets
+            try:
+                found = read_index(self.index_path)
+            except (OSError, IndexFileError) as exc:
+                why = f"index of {self.path} is gone or unusable in this process: {exc}"
+                raise StaleDataError(why) from None
+            meta = found.meta
+            if meta.stamp != self.stamp or meta.records != self.n or meta.checksum != self.checksum:
+                raise StaleDataError(
+                    f"index {self.index_path} was rebuilt after this dataset was pickled (the data changed); "
+                    "reopen the dataset"
                 )
-            self.offsets = load_offsets(self.index_path, meta)
+            self.offsets = found.offsets

@@ -21,32 +21,32 @@ import numpy as np
 
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleIndexError
-from ..storage import DataStamp, Storage
-from .scan import CHUNK_BYTES, scan_record_starts, scan_stream
+from ..storage import DataStamp, LocalFile, Storage, is_url
+from .scan import CHUNK_BYTES, DataChangedWhileScanning, scan_file, scan_stream
 from .store import (
-    IndexMeta,
+    LEGACY_META_SUFFIX,
     candidate_index_paths,
-    load_offsets,
-    read_meta,
+    default_cache_dir,
+    index_dir_from_env,
+    meta_of,
+    read_index,
     seek_state_path,
     write_index,
     write_index_somewhere,
     write_seek_state,
 )
+from .trust import untrusted_reason, warn_untrusted
 
 _BUFFERS = (bytes, bytearray, memoryview, mmap.mmap)
 
 
 def _scan(storage: Storage, before: DataStamp, workers: int | None, progress: bool | None):
-    """(offsets, bytes scanned): threads over a memory map, or one pass over the storage's chunks."""
+    """(offsets, bytes scanned): threads reading a local file, or one pass over the storage's chunks."""
     desc = f"indexing {os.path.basename(storage.path)}"
-    buffer = getattr(storage, "buffer", None)
-    if buffer is not None:
-        buf = buffer()
-        size = len(buf)
-        bar = Progress(size, desc, progress)
+    if isinstance(storage, LocalFile):  # read, never mapped: a truncation mid-scan cannot crash us
+        bar = Progress(before.size, desc, progress)
         try:
-            return scan_record_starts(buf, size, workers=workers, on_progress=bar.update), size
+            return scan_file(storage.fd, before.size, workers=workers, on_progress=bar.update), before.size
         finally:
             bar.close()
     # a compressed file's logical size is unknown until it has been read: the bar then only counts
@@ -62,18 +62,17 @@ def build_offsets(
 ) -> tuple[np.ndarray, DataStamp]:
     """Scan ``storage`` and return (record start offsets, stamp of the bytes that were scanned).
 
-    Data that changes while it is being scanned is scanned again (twice at most), so the stamp always
-    describes the bytes the offsets came from.
+    A local file is scanned as the storage opened it (its pinned version: a file replaced under the
+    name meanwhile does not matter). Data that changes while it is being scanned is scanned again (twice
+    at most), so the stamp always describes the bytes the offsets came from.
     """
     for _attempt in range(3):
-        fresh = storage.reopen()  # read the data as it is now, not as an older map or handle saw it
+        before = storage.stamp(fingerprint=False)
         try:
-            before = fresh.stamp(fingerprint=False)
-            offsets, size = _scan(fresh, before, workers, progress)
-            after = fresh.stamp()
-        finally:
-            if fresh is not storage:
-                fresh.close()
+            offsets, size = _scan(storage, before, workers, progress)
+        except DataChangedWhileScanning:
+            continue
+        after = storage.stamp()
         unchanged = before.describe_change(after, content=False) is None
         if unchanged and (before.stored_size is not None or size == before.size):
             return offsets, replace(after, size=size)
@@ -85,30 +84,43 @@ class LoadedIndex:
     offsets: np.ndarray
     stamp: DataStamp
     path: str | None  # where it lives on disk (None: in memory only)
+    checksum: int = 0  # CRC-32 of the offsets, as recorded in the index file
 
 
-def meta_for(storage: Storage, offsets: np.ndarray, stamp: DataStamp) -> IndexMeta:
-    return IndexMeta(stamp=stamp, records=len(offsets), dtype=str(offsets.dtype), data_path=storage.path)
+def refuse_data_file_as_index(data_path: str, index_path: str | None, index_dir: str | None) -> None:
+    """An ``index_path`` or ``index_dir`` that is the data file itself would overwrite the data."""
+    if is_url(data_path):
+        return
+    real = os.path.realpath(data_path)
+    for name, given in (("index_path", index_path), ("index_dir", index_dir)):
+        if given is not None and os.path.realpath(os.path.expanduser(given)) == real:
+            raise IndexFileError(f"{name} {given} is the data file itself; sjsonl never writes to data")
+
+
+def _explicit(index_path: str) -> str:
+    return os.path.abspath(os.path.expanduser(index_path))
 
 
 def find_index(
     storage: Storage, *, index_dir: str | None = None, index_path: str | None = None
 ) -> tuple[LoadedIndex | None, list[str]]:
     """An index on disk that matches the data as it is now, or ``None`` and why each candidate failed."""
-    paths = [os.path.expanduser(index_path)] if index_path else candidate_index_paths(storage.path, index_dir)
+    paths = [_explicit(index_path)] if index_path else candidate_index_paths(storage.path, index_dir)
     quick = storage.stamp(fingerprint=False)  # a stat, or one HEAD request for a remote object
     full: DataStamp | None = None  # with the fingerprint: computed only when everything else matches
     problems: list[str] = []
     for path in paths:
         try:
-            meta = read_meta(path)
-        except IndexFileError as exc:
+            found = read_index(path)
+        except FileNotFoundError:
+            legacy = (path[:-4] if path.endswith(".npy") else path) + LEGACY_META_SUFFIX
+            if os.path.exists(legacy):
+                problems.append(f"index {path} is in an older format")
+            continue
+        except IndexFileError as exc:  # untrusted, malformed, corrupt: rebuilt by the caller
             problems.append(str(exc))
             continue
-        if meta is None:
-            if os.path.exists(path):
-                problems.append(f"{path} has no metadata beside it")
-            continue
+        meta = found.meta
         if os.path.basename(meta.data_path) != os.path.basename(storage.path):
             # e.g. data.json and data.jsonl side by side share the name data.index.npy
             problems.append(f"index {path} belongs to {meta.data_path}")
@@ -120,15 +132,10 @@ def find_index(
         if change is not None:
             problems.append(f"index {path} is stale: {change}")
             continue
-        try:
-            found = LoadedIndex(load_offsets(path, meta), meta.stamp, path)
-        except (FileNotFoundError, IndexFileError) as exc:
-            problems.append(str(exc))
-            continue
         attach = getattr(storage, "attach_seek_state", None)
         if attach is not None:  # gzip: seek points saved beside the index spare a full decompression
-            attach(seek_state_path(path), meta.stamp)
-        return found, problems
+            attach(seek_state_path(path), meta.stamp, meta.checksum)
+        return LoadedIndex(found.offsets, meta.stamp, path, meta.checksum), problems
     return None, problems
 
 
@@ -142,8 +149,9 @@ def save_index(
 ) -> str:
     """Write the index (``index_path``, else beside the data or in the cache directory); return where.
 
-    A storage with seek state worth keeping (gzip seek points) gets it written beside the index; that
-    file only speeds up reopening, so failing to write it is not an error.
+    A place other users can write is not used (the private cache is, with a warning). A storage with
+    seek state worth keeping (gzip seek points) gets it written beside the index; that file only speeds
+    up reopening, so failing to write it is not an error.
 
     Example:
         >>> import gzip, os, tempfile
@@ -156,20 +164,27 @@ def save_index(
         >>> written.endswith(".index.npy"), os.path.exists(seek_state_path(written))
         (True, True)
     """
-    meta = meta_for(storage, offsets, stamp)
+    refuse_data_file_as_index(storage.path, index_path, index_dir)
+    meta = meta_of(offsets, stamp, storage.path)
+    written = None
     if index_path:
-        written = write_index(os.path.abspath(os.path.expanduser(index_path)), offsets, meta)
-    else:
-        written = write_index_somewhere(storage.path, offsets, meta, index_dir)
+        target = _explicit(index_path)
+        reason = untrusted_reason(os.path.dirname(target))
+        if reason is None:
+            written = write_index(target, offsets, meta)
+        else:
+            warn_untrusted(os.path.dirname(target), reason, default_cache_dir())
+    if written is None:
+        written = write_index_somewhere(storage.path, offsets, meta, None if index_path else index_dir)
     export = getattr(storage, "export_seek_state", None)
-    blob = export(stamp) if export is not None else None
+    blob = export(stamp, meta.checksum) if export is not None else None
     if blob:
         try:
             write_seek_state(seek_state_path(written), blob)
         except OSError:
             pass
         else:
-            storage.attach_seek_state(seek_state_path(written), stamp)  # type: ignore[attr-defined]
+            storage.attach_seek_state(seek_state_path(written), stamp, meta.checksum)  # type: ignore[attr-defined]
     return written
 
 
@@ -182,22 +197,33 @@ def load_or_build_index(
     workers: int | None = None,
     progress: bool | None = None,
 ) -> LoadedIndex:
-    """Use a matching index from disk; else build one (and save it) or, with ``build=False``, raise."""
+    """Use a matching index from disk; else build one (and save it) or, with ``build=False``, raise.
+
+    Either way the storage is then pinned to the version the index describes (``storage.pin``)."""
+    index_dir = index_dir_from_env(index_dir)
+    refuse_data_file_as_index(storage.path, index_path, index_dir)
     found, problems = find_index(storage, index_dir=index_dir, index_path=index_path)
-    if found is not None:
-        return found
+    if found is None:
+        found = _build(storage, problems, build, index_dir, index_path, workers, progress)
+    storage.pin(found.stamp)
+    return found
+
+
+def _build(storage, problems, build, index_dir, index_path, workers, progress) -> LoadedIndex:
     if not build:
         hint = f"build it with `sjsonl index {storage.path}` or pass build_index_on_load=True"
-        if problems:
-            raise StaleIndexError(f"{problems[-1]}; {hint}")
+        untrusted_only = problems and all("is not trusted" in p for p in problems)
+        if problems and not untrusted_only:
+            kind = StaleIndexError if any("is stale" in p for p in problems) else IndexFileError
+            raise kind(f"{problems[-1]}; {hint}")
         raise IndexFileError(f"no index for {storage.path}; {hint}")
     offsets, stamp = build_offsets(storage, workers=workers, progress=progress)
     try:
         written: str | None = save_index(storage, offsets, stamp, index_dir=index_dir, index_path=index_path)
     except OSError as exc:  # an index we cannot save still serves this process
-        warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=3)
+        warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=4)
         written = None
-    return LoadedIndex(offsets, stamp, written)
+    return LoadedIndex(offsets, stamp, written, meta_of(offsets, stamp, storage.path).checksum)
 
 
 def line_number_at(source, offset: int) -> int:

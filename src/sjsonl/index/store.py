@@ -1,18 +1,27 @@
-"""Index files on disk: where they live, how they are written, and whether they still match their data.
+"""Index files on disk: where they live, how they are written, and how a reader knows it may use one.
 
-The index of ``data.jsonl`` is ``data.index.npy`` beside it — a plain 1-D array of record start offsets
-that ``np.load`` reads — plus ``data.index.meta.json`` describing the data it was built from (size,
-mtime, a fingerprint of the head and tail bytes, record count). Both are written atomically (temp file
-in the same directory, then ``os.replace``), index first, so a reader sees the old pair, the new pair, or
-a pair whose metadata does not match and is therefore treated as stale — never a torn array.
+The index of ``data.jsonl`` is ``data.index.npy`` beside it: ONE file that ``np.load`` reads as a plain
+1-D array of record start offsets, followed by a trailer ``np.load`` ignores — the metadata (the data's
+size, mtime and head/tail fingerprint, the record count, the dtype, a CRC-32 of the offsets) as JSON, its
+length and a magic tag. Offsets and metadata are one unit, written with one atomic ``os.replace``: a reader
+can never pair offsets of one version with metadata of another.
 
-When the data's directory is not writable, or ``index_dir=`` / ``$SJSONL_INDEX_DIR`` is given, the index
-goes to a cache directory under a name keyed by the data file's absolute path. The index of a remote file
-(a URL) always lives in the cache directory, keyed by the URL: sjsonl never writes to remote storage.
+A reader verifies before use (:func:`read_index`): the trailer parses; the array header is a 1-D
+little-endian unsigned array of exactly the recorded length, and header + array + trailer is exactly the
+file's size (an empty, truncated or padded file fails); the CRC-32 matches; offsets strictly increase and
+stay inside the data. Anything else is an :class:`~sjsonl.errors.IndexFileError` that names the index file
+— the layer above rebuilds it. The O(records) part (CRC and order, ~3 ms per million records) runs once per
+index file per process: a file with the same identity (device, inode, size, mtime, ctime) is not checked
+again.
+
+Where: beside the data by default; in ``index_dir=`` / ``$SJSONL_INDEX_DIR`` when given; in the private
+cache directory (``~/.cache/sjsonl/index``, mode 0700) when the data's directory is read-only or other
+users can write there (see :mod:`.trust`), under a name keyed by the data file's absolute path. A remote
+file's index always lives in the cache, keyed by its URL: sjsonl never writes to remote storage.
 
 Compressed files keep their whole name: ``data.jsonl.gz`` → ``data.jsonl.gz.index.npy``, so it never
-shares an index name with a ``data.jsonl`` beside it (the two would evict each other's index on every
-open). A gzip file's seek points go beside its index as ``data.jsonl.gz.index.seekpoints``.
+shares an index name with a ``data.jsonl`` beside it. A gzip file's seek points go beside its index as
+``data.jsonl.gz.index.seekpoints``.
 
 Example:
     >>> default_index_path("/data/train.jsonl"), default_index_path("/data/train.jsonl.gz")
@@ -22,21 +31,40 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import io
 import json
+import mmap
 import os
+import socket
+import struct
 import tempfile
+import time
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO, Any
 
 import numpy as np
 
-from ..errors import IndexFileError
+from ..errors import IndexFileError, SJSONLError, one_line
 from ..storage import DataStamp, is_url
+from ..storage.local import open_regular_file
+from .trust import untrusted_reason, warn_untrusted
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 INDEX_SUFFIX = ".index.npy"
-META_SUFFIX = ".meta.json"
+LEGACY_META_SUFFIX = ".meta.json"  # format 1 kept metadata in a second file; never trusted now
 SEEK_STATE_SUFFIX = ".seekpoints"
+TRAILER_MAGIC = b"SJSONLix"
+_TAIL = struct.Struct("<Q8s")  # metadata length, magic
+_MAX_META = 1 << 20
+_TEMP_MAX_AGE = 24 * 3600  # seconds after which anyone's leftover temp file is removed
+
+
+class UntrustedIndexError(IndexFileError):
+    """An index file in a place other users can write (or owned by another user): not read."""
 
 
 def is_index_artifact(name: str) -> bool:
@@ -48,7 +76,8 @@ def is_index_artifact(name: str) -> bool:
         [True, True, False]
     """
     base = name[:-4] if name.endswith(".tmp") else name  # temp files: "<final name>.<random>.tmp"
-    return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in ("npy", "meta", "seekpoints", "schema")
+    kinds = ("npy", "meta", "seekpoints", "schema")
+    return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in kinds
 
 
 _DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
@@ -56,10 +85,13 @@ _DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
 
 @dataclass(frozen=True)
 class IndexMeta:
+    """What the trailer of an index file records about the offsets and the data they index."""
+
     stamp: DataStamp
     records: int
     dtype: str
     data_path: str
+    checksum: int = 0  # CRC-32 of the offsets' bytes
     version: int = FORMAT_VERSION
 
     def to_json(self) -> bytes:
@@ -68,25 +100,35 @@ class IndexMeta:
             "records": self.records,
             "dtype": self.dtype,
             "data_path": self.data_path,
+            "checksum": self.checksum,
             "version": self.version,
         }
-        return json.dumps(d, indent=1).encode()
+        return json.dumps(d, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> IndexMeta:
         d = json.loads(raw)
-        return cls(
+        meta = cls(
             stamp=DataStamp(**d["stamp"]),
             records=int(d["records"]),
             dtype=str(d["dtype"]),
             data_path=str(d["data_path"]),
+            checksum=int(d["checksum"]),
             version=int(d["version"]),
         )
+        if meta.records < 0 or not isinstance(meta.stamp.size, int):
+            raise ValueError("negative record count or a size that is not an integer")
+        return meta
 
 
-def meta_path_for(index_path: str) -> str:
-    base = index_path[:-4] if index_path.endswith(".npy") else index_path
-    return base + META_SUFFIX
+@dataclass
+class IndexFile:
+    """A verified index file: its offsets (read-only, mapped), its metadata and its identity."""
+
+    offsets: np.ndarray
+    meta: IndexMeta
+    path: str
+    identity: tuple[int, ...]
 
 
 def seek_state_path(index_path: str) -> str:
@@ -114,61 +156,201 @@ def default_index_path(data_path: str) -> str:
 
 
 def default_cache_dir() -> str:
+    """The private index cache: ``$XDG_CACHE_HOME/sjsonl/index`` (or ``~/.cache/sjsonl/index``)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "sjsonl", "index")
+    return os.path.join(os.path.abspath(base), "sjsonl", "index")
 
 
 def cache_index_path(data_path: str, index_dir: str) -> str:
     """Index path inside ``index_dir``, keyed by the data file's absolute path (or its URL)."""
     where = data_path if is_url(data_path) else os.path.abspath(data_path)
     key = hashlib.sha256(where.encode()).hexdigest()[:16]
-    return os.path.join(os.path.expanduser(index_dir), f"{_stem(data_path)}-{key}{INDEX_SUFFIX}")
+    directory = os.path.abspath(os.path.expanduser(index_dir))
+    return os.path.join(directory, f"{_stem(data_path)}-{key}{INDEX_SUFFIX}")
 
 
 def index_dir_from_env(index_dir: str | os.PathLike[str] | None) -> str | None:
-    if index_dir is not None:
-        return os.fspath(index_dir)
-    return os.environ.get("SJSONL_INDEX_DIR") or None
+    """``index_dir`` or ``$SJSONL_INDEX_DIR``, as an absolute path (a pickled copy used from another
+    working directory must find the same place)."""
+    chosen = os.fspath(index_dir) if index_dir is not None else os.environ.get("SJSONL_INDEX_DIR") or None
+    return None if chosen is None else os.path.abspath(os.path.expanduser(chosen))
 
 
 def candidate_index_paths(data_path: str, index_dir: str | None = None) -> list[str]:
-    """Where to look for an existing index, in order."""
+    """Where the index of ``data_path`` may be read from and written to, in order of preference.
+
+    Places other users can write are left out (with a warning, once), the private cache taking their
+    place."""
+    private = cache_index_path(data_path, default_cache_dir())
     chosen = index_dir_from_env(index_dir)
     if chosen is not None:
-        return [cache_index_path(data_path, chosen)]
-    if is_url(data_path):
-        return [cache_index_path(data_path, default_cache_dir())]
-    return [default_index_path(data_path), cache_index_path(data_path, default_cache_dir())]
+        wanted = [cache_index_path(data_path, chosen)]
+    elif is_url(data_path):
+        return [private]
+    else:
+        wanted = [default_index_path(data_path), private]
+    out = []
+    for path in wanted:
+        directory = os.path.dirname(path)
+        reason = untrusted_reason(directory)
+        if reason is None:
+            out.append(path)
+        elif path != private:
+            warn_untrusted(directory, reason, os.path.dirname(private))
+    return out if private in out else [*out, private]
 
 
-def read_meta(index_path: str) -> IndexMeta | None:
+def _fail(path: str, why: str) -> IndexFileError:
+    return IndexFileError(f"index file {path} {why}; it will be rebuilt (or delete it)")
+
+
+#: Index files verified in this process, by identity: the O(records) checks run once per file.
+_VERIFIED: set[tuple[int, ...]] = set()
+
+
+def read_index(index_path: str, *, trust_check: bool = True) -> IndexFile:
+    """Open, parse and verify an index file; map its offsets (read-only, O(1) memory).
+
+    Raises ``FileNotFoundError`` when there is none, :class:`UntrustedIndexError` when other users could
+    have written it, and :class:`~sjsonl.errors.IndexFileError` naming the file for anything malformed.
+
+    Example:
+        >>> import os, tempfile, numpy as np
+        >>> from sjsonl.storage import DataStamp
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.index.npy")
+        >>> offsets = np.array([0, 4], dtype=np.uint8)
+        >>> _ = write_index(path, offsets, meta_of(offsets, DataStamp(8, 1, "ab"), "/d.jsonl"))
+        >>> found = read_index(path)
+        >>> found.offsets.tolist(), found.meta.records, np.load(path).tolist()   # np.load still reads it
+        ([0, 4], 2, [0, 4])
+        >>> _ = open(path, "r+b").truncate(100)                                  # a torn copy
+        >>> read_index(path)
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.IndexFileError: index file ... is not a complete sjsonl index (no trailer): cut short...
+    """
     try:
-        with open(meta_path_for(index_path), "rb") as f:
-            return IndexMeta.from_json(f.read())
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise IndexFileError(f"malformed index metadata {meta_path_for(index_path)}: {exc}") from None
-
-
-def load_offsets(index_path: str, meta: IndexMeta) -> np.ndarray:
-    """Memory-map the offsets array (O(1) open) and check it agrees with its metadata."""
+        fd, st = open_regular_file(index_path)
+    except SJSONLError as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOENT:
+            raise FileNotFoundError(errno.ENOENT, "no index file", index_path) from None
+        raise _fail(index_path, f"cannot be used: {exc}") from None
     try:
-        arr = np.load(index_path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise
-    except (ValueError, OSError) as exc:
-        raise IndexFileError(f"unreadable index file {index_path}: {exc}") from None
-    if arr.ndim != 1 or arr.dtype.kind != "u" or len(arr) != meta.records or str(arr.dtype) != meta.dtype:
-        raise IndexFileError(f"index file {index_path} does not match its metadata")
-    if len(arr) and int(arr[-1]) >= meta.stamp.size:
-        raise IndexFileError(f"index file {index_path} points past the end of its data")
-    return arr.view(np.ndarray)  # a plain ndarray view: np.memmap's Python __getitem__ is slow
+        if trust_check:
+            reason = untrusted_reason(os.path.dirname(index_path), st)
+            if reason is not None:
+                raise UntrustedIndexError(f"index file {index_path} is not trusted: {reason}")
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        meta, header_len, trailer_len = _read_layout(fd, st.st_size, index_path)
+        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)  # the array keeps it alive; no fd needed after
+        offsets = _offsets_view(mm, meta, header_len, index_path)
+    finally:
+        os.close(fd)
+    if st.st_size != header_len + offsets.nbytes + trailer_len:
+        raise _fail(index_path, "has a size that does not match its header and trailer")
+    if identity not in _VERIFIED:
+        _verify(offsets, meta, index_path)
+        _VERIFIED.add(identity)
+    return IndexFile(offsets, meta, index_path, identity)
 
 
-def _atomic_write(path: str, write) -> None:
+def _read_layout(fd: int, size: int, path: str) -> tuple[IndexMeta, int, int]:
+    """(metadata, array header length, trailer length) from the file's two ends."""
+    if size < _TAIL.size:
+        raise _fail(path, "is not a complete sjsonl index (no trailer): empty or cut short")
+    meta_len, magic = _TAIL.unpack(os.pread(fd, _TAIL.size, size - _TAIL.size))
+    if magic != TRAILER_MAGIC:
+        raise _fail(path, "is not a complete sjsonl index (no trailer): cut short, or an older format")
+    if meta_len > min(_MAX_META, size - _TAIL.size):
+        raise _fail(path, "has a trailer of impossible length")
+    raw = os.pread(fd, meta_len, size - _TAIL.size - meta_len)
+    try:
+        meta = IndexMeta.from_json(raw)
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
+        raise _fail(path, f"has malformed metadata: {one_line(str(exc))[:200]}") from None
+    head = io.BytesIO(os.pread(fd, min(size, 65536 + 16), 0))
+    try:
+        version = np.lib.format.read_magic(head)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(head)
+    except (ValueError, OSError, SyntaxError, TypeError) as exc:
+        raise _fail(path, f"has no valid .npy header: {one_line(str(exc))[:200]}") from None
+    if dtype.kind != "u" or dtype.byteorder == ">" or (dtype.byteorder == "=" and np.little_endian is False):
+        raise _fail(path, f"holds {dtype.str} values, not little-endian unsigned integers")
+    if fortran or shape != (meta.records,) or dtype != np.dtype(meta.dtype):
+        raise _fail(path, "does not match its metadata (shape or dtype)")
+    return meta, head.tell(), meta_len + _TAIL.size
+
+
+def _offsets_view(mm: Any, meta: IndexMeta, header_len: int, path: str) -> np.ndarray:
+    dtype = np.dtype(meta.dtype)
+    if len(mm) < header_len + meta.records * dtype.itemsize:
+        raise _fail(path, "is shorter than its header says")
+    # a plain ndarray over the map (np.memmap's Python-level __getitem__ is slow on the hot path)
+    return np.frombuffer(mm, dtype=dtype, count=meta.records, offset=header_len)
+
+
+def _verify(offsets: np.ndarray, meta: IndexMeta, path: str) -> None:
+    """The O(records) checks: the CRC-32 of the offsets, strict order, and bounds in the data."""
+    if zlib.crc32(memoryview(offsets).cast("B")) != meta.checksum:
+        raise _fail(path, "is corrupt (its checksum does not match)")
+    if len(offsets) > 1 and not bool(np.all(offsets[1:] > offsets[:-1])):
+        raise _fail(path, "is corrupt (offsets do not increase)")
+    if len(offsets) and meta.stamp.size >= 0 and int(offsets[-1]) >= meta.stamp.size:
+        raise _fail(path, "points past the end of its data")
+
+
+def meta_of(offsets: np.ndarray, stamp: DataStamp, data_path: str) -> IndexMeta:
+    """The metadata to write with ``offsets`` (record count, dtype, CRC-32) for data ``stamp``."""
+    checksum = zlib.crc32(memoryview(np.ascontiguousarray(offsets)).cast("B"))
+    return IndexMeta(stamp, len(offsets), str(offsets.dtype), data_path, checksum)
+
+
+def _temp_tag() -> str:
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"{host}-{os.getpid()}"
+
+
+def _remove_stale_temps(path: str) -> None:
+    """Remove temp files an earlier writer of ``path`` left when it was killed: this host's whose
+    process is gone, and anyone's older than a day (another host's writer may still be running)."""
+    directory, name = os.path.split(path)
+    mine = _temp_tag().split("-")[0]
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.startswith(name + ".") and entry.endswith(".tmp")):
+            continue
+        full = os.path.join(directory, entry)
+        tag = entry[len(name) + 1 :].split(".")[0]
+        host, _, pid = tag.partition("-")
+        try:
+            old = time.time() - os.lstat(full).st_mtime > _TEMP_MAX_AGE
+            if old or (host == mine and pid.isdigit() and not _alive(int(pid))):
+                os.unlink(full)
+        except OSError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    _remove_stale_temps(path)
+    prefix = f"{os.path.basename(path)}.{_temp_tag()}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
@@ -183,26 +365,42 @@ def _atomic_write(path: str, write) -> None:
 
 
 def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta) -> str:
-    """Write ``offsets`` then its metadata, each atomically. Returns ``index_path``."""
-    os.makedirs(os.path.dirname(index_path) or ".", exist_ok=True)
-    _atomic_write(index_path, lambda f: np.save(f, np.ascontiguousarray(offsets), allow_pickle=False))
-    _atomic_write(meta_path_for(index_path), lambda f: f.write(meta.to_json()))
+    """Write ``offsets`` and ``meta`` as one index file, atomically. Returns ``index_path``.
+
+    A format-1 metadata file beside it (``*.index.meta.json``, which other tools took for data) is
+    removed."""
+    directory = os.path.dirname(index_path) or "."
+    os.makedirs(directory, exist_ok=True)
+    blob = meta.to_json()
+
+    def write(f: IO[bytes]) -> None:
+        np.save(f, np.ascontiguousarray(offsets), allow_pickle=False)
+        f.write(blob)
+        f.write(_TAIL.pack(len(blob), TRAILER_MAGIC))
+
+    _atomic_write(index_path, write)
+    legacy = (index_path[:-4] if index_path.endswith(".npy") else index_path) + LEGACY_META_SUFFIX
+    with contextlib.suppress(OSError):
+        os.unlink(legacy)
     return index_path
 
 
+_CANNOT_WRITE = (errno.EPERM, errno.EACCES, errno.EROFS)
+
+
 def write_index_somewhere(data_path: str, offsets: np.ndarray, meta: IndexMeta, index_dir: str | None) -> str:
-    """Write beside the data if possible (unless an index dir is chosen), else into the cache directory."""
-    chosen = index_dir_from_env(index_dir)
-    if chosen is not None:
-        return write_index(cache_index_path(data_path, chosen), offsets, meta)
-    if is_url(data_path):
-        return write_index(cache_index_path(data_path, default_cache_dir()), offsets, meta)
-    try:
-        return write_index(default_index_path(data_path), offsets, meta)
-    except (PermissionError, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno not in (1, 13, 30):  # EPERM, EACCES, EROFS
-            raise
-        return write_index(cache_index_path(data_path, default_cache_dir()), offsets, meta)
+    """Write to the first trusted place that takes it (see :func:`candidate_index_paths`); the private
+    cache, created with mode 0700, is the last resort."""
+    places = candidate_index_paths(data_path, index_dir)
+    for k, path in enumerate(places):
+        try:
+            if path == places[-1]:
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            return write_index(path, offsets, meta)
+        except OSError as exc:
+            if exc.errno not in _CANNOT_WRITE or k == len(places) - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def write_seek_state(path: str, blob: bytes) -> str:

@@ -3,7 +3,8 @@
 One small interface, :class:`Storage` — ``size``, ``read(start, end)`` and, where the bytes can be mapped,
 ``buffer()`` for zero-copy slicing — with one implementation per kind of data:
 
-- :class:`LocalFile` — a local uncompressed file, read through a memory map (the fast path);
+- :class:`MappedFile` — a local uncompressed file, read through a memory map (the fast path);
+- :class:`LocalFile` — a local file read with ``pread`` (``mmap=False``; and under the decompressors);
 - :class:`~sjsonl.storage.compressed.GzipFile` — ``.gz``, random access through indexed_gzip seek points;
 - :class:`~sjsonl.storage.compressed.SeekableZstdFile` — ``.zst`` in the seekable zstd format;
 - :class:`~sjsonl.storage.remote.RemoteFile` — any fsspec URL (``s3://…``), read by byte ranges.
@@ -19,7 +20,10 @@ Example:
     >>> _ = open(path, "wb").write(b'{"a": 1}\\n')
     >>> f = open_storage(path)
     >>> type(f).__name__, f.size, f.read(0, 8)
-    ('LocalFile', 9, b'{"a": 1}')
+    ('MappedFile', 9, b'{"a": 1}')
+
+Local files are *pinned*: opened once, and read from that open file for the storage's life (see
+:mod:`sjsonl.storage.local`), so a file replaced under the same name is never read at the old offsets.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from .base import (
     stat_data_file,
     suffix_of,
 )
-from .local import LocalFile
+from .local import LocalFile, MappedFile, PinnedReader, open_regular_file
 
 GZIP_SUFFIXES = (".gz", ".gzip")
 ZSTD_SUFFIXES = (".zst", ".zstd")
@@ -50,20 +54,27 @@ __all__ = [
     "ZSTD_SUFFIXES",
     "DataStamp",
     "LocalFile",
+    "MappedFile",
     "MemoryFile",
+    "PinnedReader",
     "RangeView",
     "Storage",
     "byte_view",
     "is_url",
+    "open_regular_file",
     "open_storage",
     "resolve_path",
     "stat_data_file",
 ]
 
 
-def open_storage(path: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> Storage:
+def open_storage(
+    path: str | os.PathLike[str], storage_options: dict[str, Any] | None = None, *, mmap: bool = True
+) -> Storage:
     """The storage for ``path``: chosen by its form (URL or local) and its suffix (``.gz``, ``.zst``).
 
+    A local uncompressed file is memory-mapped unless ``mmap=False`` (then read with ``pread``: no
+    SIGBUS if the file is truncated in place while open, at about twice the cost per short record).
     ``storage_options`` go to fsspec for URLs (credentials, ``endpoint_url``, …); local paths ignore them,
     so one dict can serve a list that mixes local and remote files. ``file://`` URLs are local files.
 
@@ -76,13 +87,15 @@ def open_storage(path: str | os.PathLike[str], storage_options: dict[str, Any] |
         ('GzipFile', b'{"a": 1}')
     """
     text = os.fspath(path)
+    name = suffix_of(text)
+    compressed = name.endswith(GZIP_SUFFIXES + ZSTD_SUFFIXES)
     if is_url(text) and not text.startswith("file://"):
         from .remote import RemoteFile
 
         source: Any = RemoteFile(text, storage_options)
     else:
-        source = LocalFile(text[len("file://") :] if text.startswith("file://") else text)
-    name = suffix_of(text)
+        local = text[len("file://") :] if text.startswith("file://") else text
+        source = MappedFile(local) if mmap and not compressed else LocalFile(local)
     if name.endswith(GZIP_SUFFIXES):
         from .compressed import GzipFile
 

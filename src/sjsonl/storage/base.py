@@ -85,8 +85,11 @@ class Storage(Protocol):
     """What every storage backend offers the layers above it.
 
     ``path`` names the data (absolute local path or URL); ``size`` is the number of logical bytes;
-    ``read(start, end)`` returns ``bytes[start:end]`` of them. Backends that can be memory-mapped also
-    offer ``buffer()`` (zero-copy slicing); the others offer ``chunks()`` for a sequential scan.
+    ``read(start, end)`` returns ``bytes[start:end]`` of them. ``pin(stamp)`` ties every later read to
+    the version ``stamp`` describes (the one the index was built from): a read that would return bytes
+    of another version raises :class:`~sjsonl.errors.StaleDataError` instead. Backends that can be
+    memory-mapped also offer ``buffer()`` (zero-copy slicing); the others offer ``chunks()`` for a
+    sequential scan.
     ``coalesce_gap`` is the largest gap between two wanted ranges that is cheaper to read through than to
     skip with a second read (0: never merge). ``read_many`` may fetch several ranges concurrently.
 
@@ -106,6 +109,8 @@ class Storage(Protocol):
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]: ...
 
     def stamp(self, *, fingerprint: bool = True) -> DataStamp: ...
+
+    def pin(self, stamp: DataStamp) -> None: ...
 
     def reopen(self) -> Storage: ...
 
@@ -282,6 +287,9 @@ class MemoryFile:
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
         fp = fingerprint_of(self.read_many, self.size) if fingerprint else ""
         return DataStamp(self.size, 0, fp)
+
+    def pin(self, stamp: DataStamp) -> None:
+        pass  # bytes in memory cannot change
 
     def reopen(self) -> MemoryFile:
         return self

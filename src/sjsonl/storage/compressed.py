@@ -41,7 +41,7 @@ from .local import LocalFile
 GZIP_SPACING = 1 << 20
 #: Frame size :func:`to_seekable_zstd` writes: a random read decompresses up to one frame.
 ZSTD_FRAME_BYTES = 256 << 10
-_SEEK_MAGIC = b"sjsonl-seekpoints 1\n"
+_SEEK_MAGIC = b"sjsonl-seekpoints 2\n"
 
 NOT_SEEKABLE = (
     "{path} is a plain zstd file: its records cannot be reached without decompressing everything before "
@@ -73,8 +73,13 @@ class _PerProcessHandle:
         raise NotImplementedError
 
     def _compressed(self) -> Any:
-        """What the decompressor reads: a local file's name, or a remote file object (one per handle)."""
-        return self.source.path if isinstance(self.source, LocalFile) else self.source.open_file()
+        """What the decompressor reads: a file object of its own over the pinned local file (never the
+        path again: a replaced file is not read) or over the remote object."""
+        return self.source.open_reader() if isinstance(self.source, LocalFile) else self.source.open_file()
+
+    def pin(self, stamp: DataStamp) -> None:
+        """Tie reads to the compressed bytes ``stamp`` describes (see :meth:`LocalFile.pin`)."""
+        self.source.pin(DataStamp(stamp.stored, stamp.mtime_ns, stamp.fingerprint, etag=stamp.etag))
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         return read_sequentially(self, ranges)  # type: ignore[arg-type]
@@ -128,7 +133,7 @@ class GzipFile(_PerProcessHandle):
         self._state = None
         self._size: int | None = None  # decompressed size, once known
         self._seek_file: str | None = None  # seek points saved beside the index
-        self._seek_stamp: DataStamp | None = None  # ... valid for this stamp only
+        self._seek_tag: tuple[dict, int] | None = None  # ... valid for this stamp and index only
 
     @property
     def size(self) -> int:
@@ -143,11 +148,10 @@ class GzipFile(_PerProcessHandle):
         return self._size
 
     def _new_handle(self) -> Any:
-        # drop_handles: a local file is reopened by name for each read, so no descriptor is held or shared.
         # Reads go to .raw, straight to the decompressor: the BufferedReader around it would decompress
         # a whole buffer ahead of every small read; it is kept only because closing it closes .raw.
         return self._igz.IndexedGzipFile(
-            self._compressed(), spacing=GZIP_SPACING, drop_handles=True, buffer_size=4096
+            fileobj=self._compressed(), spacing=GZIP_SPACING, drop_handles=False, buffer_size=4096
         )
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
@@ -215,43 +219,51 @@ class GzipFile(_PerProcessHandle):
             raise DataFileError(errno.EIO, f"{self.path} looks truncated: its gzip trailer is missing")
 
     # ---- seek points saved beside the index (called by the index layer)
-    def export_seek_state(self, stamp: DataStamp) -> bytes | None:
-        """This process's seek points, tagged with ``stamp`` (``None`` unless they cover the file)."""
+    def export_seek_state(self, stamp: DataStamp, index_checksum: int = 0) -> bytes | None:
+        """This process's seek points, tagged with ``stamp``, the index they go with and their own
+        CRC-32 (``None`` unless they cover the file)."""
         state = self._state
         if self._size is None or state is None or state[0] != os.getpid() or state[2] is None:
             return None
         buf = io.BytesIO()
         with state[1]:
             state[2].export_index(fileobj=buf)
+        points = buf.getvalue()
+        tag = {"stamp": stamp.to_dict(), "index": index_checksum, "crc32": zlib.crc32(points)}
         # the 32 KiB windows are text history: zlib level 1 shrinks them ~4x for ~15 ms per 64 MiB of data
-        header = _SEEK_MAGIC + json.dumps(stamp.to_dict(), sort_keys=True).encode() + b"\n"
-        return header + zlib.compress(buf.getvalue(), 1)
+        return _SEEK_MAGIC + json.dumps(tag, sort_keys=True).encode() + b"\n" + zlib.compress(points, 1)
 
-    def attach_seek_state(self, path: str, stamp: DataStamp) -> None:
-        """Use the seek points in ``path`` (if they were saved for ``stamp``) when a handle is opened."""
-        self._seek_file, self._seek_stamp = path, stamp
+    def attach_seek_state(self, path: str, stamp: DataStamp, index_checksum: int = 0) -> None:
+        """Use the seek points in ``path`` (if they were saved for ``stamp`` and this index) when a
+        handle is opened."""
+        self._seek_file, self._seek_tag = path, (stamp.to_dict(), index_checksum)
         self._size = stamp.size
 
     def _load_seek_file(self) -> bytes | None:
+        """The saved points, or ``None`` when they are missing or not provably these data's: any
+        doubt costs only speed (points are rebuilt as reads go), never a wrong record."""
         try:
             with open(self._seek_file, "rb") as f:  # type: ignore[arg-type]
-                blob = f.read()
+                blob = f.read(64 << 20)
         except OSError:
             return None
-        if not blob.startswith(_SEEK_MAGIC) or self._seek_stamp is None:
+        if not blob.startswith(_SEEK_MAGIC) or self._seek_tag is None:
             return None
         header, _, body = blob[len(_SEEK_MAGIC) :].partition(b"\n")
         try:
-            if json.loads(header) != json.loads(json.dumps(self._seek_stamp.to_dict())):
-                return None  # saved for other bytes (a concurrent rebuild): rebuild as reads go
-            return zlib.decompress(body)
-        except (ValueError, zlib.error):
+            tag = json.loads(header)
+            stamp, index = self._seek_tag
+            if tag["stamp"] != json.loads(json.dumps(stamp)) or tag["index"] != index:
+                return None  # saved for other bytes or another index (a concurrent rebuild)
+            points = zlib.decompress(body)
+            return points if zlib.crc32(points) == tag["crc32"] else None
+        except (ValueError, KeyError, TypeError, RecursionError, zlib.error):
             return None
 
     def refresh(self) -> None:
         super().refresh()
         self._size = None
-        self._seek_file = self._seek_stamp = None
+        self._seek_file, self._seek_tag = None, None
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("_state", "_igz")}

@@ -1,8 +1,19 @@
-"""Local uncompressed files: a read-only memory map.
+"""Local files, pinned: a storage reads the file it opened first, whatever the path names later.
 
-:class:`LocalFile` maps the file lazily (no shared file offset, so it is fork-safe) and drops the map on
-pickling, so each process that unpickles a dataset maps the file for itself. It is the one storage with
-``buffer()``: the index scan and the hot read path slice the map directly.
+:class:`LocalFile` opens the file once, on construction, and keeps the descriptor: reads use ``pread``
+on it (no shared file offset, so it is fork-safe), so a file replaced under the same name (``os.replace``
+of a new version, an editor's save) goes on being read as the version that was indexed. :class:`MappedFile`
+adds a read-only memory map of that descriptor for zero-copy slicing — the fast path for ``ds[i]``.
+
+A pickled copy (what a spawned DataLoader or MindSpore worker gets) carries the path, the file's identity
+(device, inode) and the stamp of the indexed version; the receiving process opens the path and checks
+them before its first read. Another file at the path, or the same file truncated or rewritten, is a
+:class:`~sjsonl.errors.StaleDataError` there — a worker never reads other data than its parent. A file
+that only grew (appended to) is the same version for the records indexed.
+
+A memory map turns a file truncated *in place* while it is mapped into SIGBUS on the next read of the lost
+pages (the OS has no bytes to show); ``mmap=False`` reads with ``pread`` instead, which turns it into a
+:class:`~sjsonl.errors.StaleDataError` at about twice the cost of a short-record ``ds[i]`` (see the README).
 
 Example:
     >>> import os, tempfile
@@ -18,8 +29,11 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import stat as stat_module
 from collections.abc import Sequence
+from typing import Any
 
+from ..errors import DataFileError, StaleDataError
 from .base import (
     DataStamp,
     data_file_error,
@@ -29,73 +43,219 @@ from .base import (
     stat_data_file,
 )
 
+_SPECIAL_TREES = ("/proc/", "/sys/")
+
+
+def open_regular_file(path: str) -> tuple[int, os.stat_result]:
+    """``(fd, fstat)`` of ``path`` opened read-only, refusing anything but a regular file — without
+    blocking on a FIFO (checked before opening, and opened non-blocking in case it changes meanwhile).
+
+    Example:
+        >>> open_regular_file("/dev/zero")
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.DataFileError: not a regular file (a character device): /dev/zero
+    """
+    st = stat_data_file(path)
+    _require_regular(path, st)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except PermissionError:
+        raise data_file_error(errno.EACCES, path) from None
+    except FileNotFoundError:
+        raise data_file_error(errno.ENOENT, path) from None
+    try:
+        st = os.fstat(fd)
+        _require_regular(path, st)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def _require_regular(path: str, st: os.stat_result) -> None:
+    mode = st.st_mode
+    if stat_module.S_ISREG(mode):
+        real = os.path.realpath(path)
+        if real.startswith(_SPECIAL_TREES):  # sizes there are 0 or made up: not data to index
+            raise DataFileError(errno.EINVAL, f"not a regular file (a {real[:5]} pseudo-file): {path}")
+        return
+    kind = (
+        "a FIFO"
+        if stat_module.S_ISFIFO(mode)
+        else "a character device"
+        if stat_module.S_ISCHR(mode)
+        else "a block device"
+        if stat_module.S_ISBLK(mode)
+        else "a socket"
+        if stat_module.S_ISSOCK(mode)
+        else "not a file"
+    )
+    raise DataFileError(errno.EINVAL, f"not a regular file ({kind}): {path}")
+
 
 class LocalFile:
-    """A local file read through a lazily opened, read-only memory map.
+    """A local file, opened once and read with ``pread`` from that open file.
+
+    ``pinned`` is the stamp of the version the index describes (set by the index layer); it is what a
+    pickled copy checks the file against, and the size past which a short read is not a truncation.
 
     Example:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
         >>> _ = open(path, "wb").write(b'[1]\\n[2]\\n')
-        >>> LocalFile(path).buffer()[4:7]
+        >>> f = LocalFile(path)
+        >>> os.replace(f.path, f.path + ".old")      # the path no longer names this file ...
+        >>> f.read(4, 7)                             # ... but it is still the file that is read
         b'[2]'
     """
 
-    __slots__ = ("_mm", "path")
-    coalesce_gap = 0  # slicing a map costs nothing per range: never read through gaps
+    coalesce_gap = 0  # a read costs nothing per range beyond its bytes: never read through gaps
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = resolve_path(path)
-        self._mm: mmap.mmap | bytes | None = None
-        stat_data_file(self.path)
+        self.pinned: DataStamp | None = None
+        self._identity: tuple[int, int] | None = None
+        self._fd: int | None = None
+        self._open()
+
+    def _open(self) -> int:
+        fd, st = open_regular_file(self.path)
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None:  # a copy in another process: the same file, and unchanged?
+            try:
+                self._check_same_version(identity, st, fd)
+            except BaseException:
+                os.close(fd)
+                raise
+        self._identity, self._fd = identity, fd
+        return fd
+
+    def _check_same_version(self, identity: tuple[int, int], st: os.stat_result, fd: int) -> None:
+        why = None
+        pinned = self.pinned
+        if identity != self._identity:
+            why = "another file now has its name (replaced)"
+        elif pinned is not None and st.st_size < pinned.stored:
+            why = f"truncated ({pinned.stored} -> {st.st_size} bytes)"
+        elif pinned is not None and st.st_size == pinned.stored and st.st_mtime_ns != pinned.mtime_ns:
+            why = "modified (mtime changed)"
+        elif pinned is not None and pinned.fingerprint:
+            reader = lambda ranges: [os.pread(fd, hi - lo, lo) for lo, hi in ranges]  # noqa: E731
+            if fingerprint_of(reader, pinned.stored) != pinned.fingerprint:
+                why = "rewritten (its content differs)"
+        if why is not None:
+            raise StaleDataError(f"{self.path} changed after it was indexed: {why}; reopen the dataset")
+
+    def pin(self, stamp: DataStamp) -> None:
+        """Record that the index describes ``stamp``'s version of this open file."""
+        self.pinned = stamp
+
+    @property
+    def fd(self) -> int:
+        """The open file (opened, and checked against the indexed version, on first use in a copy)."""
+        fd = self._fd
+        return fd if fd is not None else self._open()
 
     def stat(self) -> os.stat_result:
-        return stat_data_file(self.path)
+        return os.fstat(self.fd)
 
     @property
     def size(self) -> int:
-        return len(self.buffer())
-
-    def buffer(self) -> mmap.mmap | bytes:
-        """The whole file as a sliceable buffer (a memory map; ``b""`` for an empty file)."""
-        mm = self._mm
-        if mm is None:
-            mm = self._mm = self._open()
-        return mm
-
-    def _open(self) -> mmap.mmap | bytes:
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except PermissionError:
-            raise data_file_error(errno.EACCES, self.path) from None
-        except FileNotFoundError:
-            raise data_file_error(errno.ENOENT, self.path) from None
-        try:
-            if os.fstat(fd).st_size == 0:
-                return b""  # mmap refuses empty files
-            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        finally:
-            os.close(fd)  # the map keeps its own reference
+        return self.stat().st_size
 
     def read(self, start: int, end: int) -> bytes:
-        return self.buffer()[start:end]
+        data = os.pread(self.fd, end - start, start) if end > start else b""
+        if len(data) < end - start:
+            self._check_short_read(start + len(data), end)
+        return data
+
+    def _check_short_read(self, got_to: int, wanted_to: int) -> None:
+        limit = self.pinned.stored if self.pinned is not None else None
+        if limit is not None and got_to < min(wanted_to, limit):
+            raise StaleDataError(
+                f"{self.path} was truncated after it was indexed ({limit} -> {got_to} bytes or fewer); "
+                "reopen the dataset"
+            )
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         return read_sequentially(self, ranges)
 
     def fingerprint(self, size: int) -> str:
         """Hash of the first and last :data:`FINGERPRINT_SPAN` bytes of ``[0, size)`` (all of it if small)."""
-        buf = self.buffer()
-        return fingerprint_of(lambda ranges: [buf[lo:hi] for lo, hi in ranges], size)
+        fd = self.fd  # read, not mapped: a map made now would not see the file grow
+        return fingerprint_of(lambda ranges: [os.pread(fd, hi - lo, lo) for lo, hi in ranges], size)
 
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
-        """Size, mtime and (unless ``fingerprint=False``) the head/tail hash of the file as it is now."""
+        """Size, mtime and (unless ``fingerprint=False``) the head/tail hash of the open file as it is now."""
         st = self.stat()
         return DataStamp(st.st_size, st.st_mtime_ns, self.fingerprint(st.st_size) if fingerprint else "")
 
+    def open_reader(self) -> PinnedReader:
+        """A file object over the open file with a position of its own (for decompressors)."""
+        return PinnedReader(self)
+
     def reopen(self) -> LocalFile:
-        """A new map of the file as it is now (an existing map does not see the file grow)."""
-        return LocalFile(self.path)
+        """The file the path names now (a new version after a replace), opened afresh."""
+        return type(self)(self.path)
+
+    def close(self) -> None:
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        # only the descriptor: a map (which holds its own) stays valid for slices still in use
+        try:
+            self._close_fd()
+        except Exception:  # interpreter shutdown: os may be gone already
+            pass
+
+    # Pickling carries the path and what identifies the version; the receiving process reopens and checks.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "pinned": self.pinned, "_identity": self._identity}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._fd = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r})"
+
+
+class MappedFile(LocalFile):
+    """A :class:`LocalFile` also mapped read-only into memory: ``buffer()`` slices it without a copy.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "wb").write(b'[1]\\n[2]\\n')
+        >>> MappedFile(path).buffer()[4:7]
+        b'[2]'
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._mm: mmap.mmap | bytes | None = None
+        super().__init__(path)
+
+    def buffer(self) -> mmap.mmap | bytes:
+        """The file as a sliceable buffer (a memory map of the open file; ``b""`` if it was empty).
+
+        The map covers the file as it was when first mapped; ``reopen()`` maps it again."""
+        mm = self._mm
+        if mm is None:
+            fd = self.fd
+            mm = b"" if os.fstat(fd).st_size == 0 else mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            if self.pinned is not None and len(mm) < self.pinned.stored:  # cut short before we mapped it
+                self._check_short_read(len(mm), self.pinned.stored)
+            self._mm = mm
+        return mm
+
+    def read(self, start: int, end: int) -> bytes:
+        return self.buffer()[start:end]
 
     def close(self) -> None:
         mm, self._mm = self._mm, None
@@ -104,14 +264,70 @@ class LocalFile:
                 mm.close()
             except BufferError:  # a caller still holds a view; the map goes when they do
                 pass
+        super().close()
 
-    # Pickling carries the path only; the receiving process maps the file itself.
-    def __getstate__(self) -> dict:
-        return {"path": self.path}
-
-    def __setstate__(self, state: dict) -> None:
-        self.path = state["path"]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
         self._mm = None
 
-    def __repr__(self) -> str:
-        return f"LocalFile({self.path!r})"
+
+class PinnedReader:
+    """A read-only file object over a :class:`LocalFile`'s open file, with its own position.
+
+    Decompressors read through it, so they too read the pinned version (never the path again), and two
+    processes sharing the descriptor after a fork never move each other's offset. A read that comes up
+    short of the indexed size means the file was truncated under us: an error, never an endless retry.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.bin")
+        >>> _ = open(path, "wb").write(b"abcdef")
+        >>> r = LocalFile(path).open_reader()
+        >>> r.seek(2), r.read(3), r.tell()
+        (2, b'cde', 5)
+    """
+
+    def __init__(self, source: LocalFile) -> None:
+        self.source, self.pos, self.closed = source, 0, False
+        self.name = source.path
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = max(0, self.source.size - self.pos)
+        data = self.source.read(self.pos, self.pos + n)
+        self.pos += len(data)
+        return data
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read(len(memoryview(buf)))
+        memoryview(buf)[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: self.source.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "a pinned reader has no descriptor of its own")
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> PinnedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -9,6 +9,11 @@ modification time converted to nanoseconds (S3's ``LastModified`` has 1-second r
 the protocol reports none), and the usual hash of its first and last 64 KiB, fetched with two range
 reads. Any of them changing marks the index stale.
 
+Pinning: once the index layer pins the object (``pin(stamp)``), every range read of an S3 object carries
+``If-Match: <ETag seen at index time>``, so a replaced object is never read at the old offsets: the read
+fails and raises :class:`~sjsonl.errors.StaleDataError`. Protocols without conditional reads are checked
+(size, ETag, mtime) when a read fails and in each new process, not on every read.
+
 fsspec filesystems are not fork-safe (s3fs's event loop and connections belong to the process that made
 them), so the filesystem is looked up lazily per process id and never pickled.
 
@@ -29,13 +34,14 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import DataFileError, require
+from ..errors import DataFileError, StaleDataError, require
 from .base import DataStamp, data_file_error, fingerprint_of, iter_ranges
 
 #: Bytes per ranged request during an index scan, and how many are in flight at once.
 SCAN_REQUEST_BYTES = 8 << 20
 SCAN_CONCURRENCY = 4
 _ETAG_KEYS = ("ETag", "etag", "md5Hash", "md5")
+_CONDITIONAL_PROTOCOLS = ("s3", "s3a")  # protocols whose reads take If-Match (s3fs: s3_additional_kwargs)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
 
 
@@ -73,16 +79,52 @@ class RemoteFile:
         self._fsspec = require("fsspec", "remote")
         self.path = url
         self.storage_options = dict(storage_options or {})
+        self.pinned: DataStamp | None = None
         self._fs_state: tuple[int, Any, str] | None = None
+        self._read_fs_state: tuple[int, Any, str] | None = None
         self._info = self._fetch_info()  # fails now, with a clear message, if the object is missing
 
-    # ---- per-process filesystem
+    # ---- per-process filesystems: one for metadata, one for reads (conditional once pinned)
     def _fs(self) -> tuple[Any, str]:
         state = self._fs_state
         if state is None or state[0] != os.getpid():
             fs, key = self._fsspec.core.url_to_fs(self.path, **self.storage_options)
             state = self._fs_state = (os.getpid(), fs, key)
         return state[1], state[2]
+
+    def _read_fs(self) -> tuple[Any, str]:
+        state = self._read_fs_state
+        if state is None or state[0] != os.getpid():
+            options = dict(self.storage_options)
+            protocol = self.path.split("://", 1)[0].lower()
+            if self.pinned is not None and self.pinned.etag and protocol in _CONDITIONAL_PROTOCOLS:
+                extra = dict(options.get("s3_additional_kwargs") or {})
+                extra["IfMatch"] = self.pinned.etag
+                options["s3_additional_kwargs"] = extra
+            fs, key = self._fsspec.core.url_to_fs(self.path, **options)
+            state = self._read_fs_state = (os.getpid(), fs, key)
+        return state[1], state[2]
+
+    def pin(self, stamp: DataStamp) -> None:
+        """Read only the object version ``stamp`` describes (its ETag) from now on."""
+        self.pinned = stamp
+        self._read_fs_state = None
+
+    def _read_failed(self, exc: BaseException) -> BaseException:
+        """The error to raise for a failed read: stale data when the object is no longer the pinned one."""
+        if isinstance(exc, FileNotFoundError):
+            return DataFileError(errno.ENOENT, f"data file disappeared: {self.path}")
+        pinned = self.pinned
+        if pinned is not None:
+            try:
+                now = self.stamp(fingerprint=False)
+            except DataFileError as gone:
+                return gone
+            change = pinned.describe_change(now, content=False)
+            if change is not None:
+                why = f"{self.path} changed after it was indexed: {change}; reopen the dataset"
+                return StaleDataError(why)
+        return DataFileError(errno.EIO, f"cannot read {self.path}: {exc}")
 
     def _fetch_info(self) -> dict[str, Any]:
         fs, key = self._fs()
@@ -108,11 +150,11 @@ class RemoteFile:
         end = min(end, self.size)
         if end <= start:
             return b""
-        fs, key = self._fs()
+        fs, key = self._read_fs()
         try:
             return fs.cat_file(key, start=start, end=end)
-        except FileNotFoundError:
-            raise DataFileError(errno.ENOENT, f"data file disappeared: {self.path}") from None
+        except OSError as exc:
+            raise self._read_failed(exc) from None
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Several ranges, fetched concurrently where the protocol allows."""
@@ -122,12 +164,12 @@ class RemoteFile:
         out = [b""] * len(wanted)
         if not todo:
             return out
-        fs, key = self._fs()
+        fs, key = self._read_fs()
         starts, ends = [wanted[k][0] for k in todo], [wanted[k][1] for k in todo]
         try:
             got = fs.cat_ranges([key] * len(todo), starts, ends, on_error="raise")
-        except FileNotFoundError:
-            raise DataFileError(errno.ENOENT, f"data file disappeared: {self.path}") from None
+        except OSError as exc:
+            raise self._read_failed(exc) from None
         for k, data in zip(todo, got):
             out[k] = data
         return out
@@ -140,7 +182,7 @@ class RemoteFile:
 
     def open_file(self) -> Any:
         """A seekable file object (for the decompressors of ``s3://…/x.jsonl.gz``), one per caller."""
-        fs, key = self._fs()
+        fs, key = self._read_fs()
         return fs.open(key, "rb", block_size=1 << 20)
 
     # ---- staleness
@@ -160,15 +202,20 @@ class RemoteFile:
         return self
 
     def close(self) -> None:
-        self._fs_state = None  # the filesystem instance is fsspec's (cached, shared): not ours to close
+        self._fs_state = self._read_fs_state = None  # fsspec's (cached, shared) instances: not ours to close
 
     # Pickling carries the URL and options; the receiving process makes its own filesystem.
     def __getstate__(self) -> dict:
-        return {"path": self.path, "storage_options": self.storage_options, "_info": self._info}
+        return {
+            "path": self.path,
+            "storage_options": self.storage_options,
+            "_info": self._info,
+            "pinned": self.pinned,
+        }
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._fs_state = None
+        self._fs_state = self._read_fs_state = None
         self._fsspec = require("fsspec", "remote")
 
     def __repr__(self) -> str:

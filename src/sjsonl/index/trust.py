@@ -1,0 +1,71 @@
+"""Which places may hold an index we read: never one that another user can plant or swap.
+
+An index decides which bytes are returned as record ``i``, so it is trusted the way ssh (``StrictModes``)
+and git (``safe.directory``) trust their files: the index file must belong to this user (or root) and be
+writable by no one else, and the directory holding it must belong to this user (or root) and be writable
+by no one else — not a group-writable project folder, not ``/tmp`` (sticky or not). An untrusted place is
+neither read nor written; the index goes to the private cache directory instead, and sjsonl says so once
+per directory (a :class:`UntrustedIndexPlaceWarning`).
+
+Example:
+    >>> import os, tempfile
+    >>> untrusted_reason(tempfile.mkdtemp()) is None          # a private temp dir (mode 0700)
+    True
+    >>> untrusted_reason("/tmp")                               # where anyone can write
+    '/tmp is writable by other users (mode 1777)'
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+
+
+class UntrustedIndexPlaceWarning(UserWarning):
+    """An index place (directory or file) others can write was skipped for the private cache."""
+
+
+_WARNED: set[str] = set()
+
+
+def _owner_ok(uid: int) -> bool:
+    return uid in (os.geteuid(), 0)
+
+
+def untrusted_reason(directory: str, file_stat: os.stat_result | None = None) -> str | None:
+    """Why an index in ``directory`` (with ``file_stat``, the index file's stat) must not be trusted,
+    or ``None`` when it may be. A directory that does not exist yet is judged by its nearest parent."""
+    if file_stat is not None:
+        if not _owner_ok(file_stat.st_uid):
+            return f"the index file belongs to another user (uid {file_stat.st_uid})"
+        if file_stat.st_mode & 0o022:
+            return f"the index file is writable by other users (mode {stat.S_IMODE(file_stat.st_mode):o})"
+    path = os.path.abspath(directory)
+    while True:
+        try:
+            st = os.stat(path)
+            break
+        except FileNotFoundError:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return None
+            path = parent
+    if not _owner_ok(st.st_uid):
+        return f"{path} belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def warn_untrusted(directory: str, reason: str, instead: str) -> None:
+    """Say once per directory that an index place was skipped, and where the index goes instead."""
+    if directory in _WARNED:
+        return
+    _WARNED.add(directory)
+    warnings.warn(
+        f"not using indexes in {directory}: {reason}; other users could decide what is read. "
+        f"Using the private cache {instead} instead.",
+        UntrustedIndexPlaceWarning,
+        stacklevel=4,
+    )
