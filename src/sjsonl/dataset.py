@@ -44,6 +44,10 @@ class JSONLDataset:
         progress: show a progress bar while indexing (default: only for large files on a terminal).
         storage_options: options for fsspec when ``path`` is a URL (credentials, ``endpoint_url``, …).
             The index of a remote file is kept in the cache directory, keyed by its URL.
+        mmap: read local files through a memory map (the default: the fastest ``ds[i]``). A file
+            truncated in place while mapped kills the process with SIGBUS on the next read of a lost
+            page; ``mmap=False`` reads with ``pread`` instead — such a file then raises
+            :class:`~sjsonl.errors.StaleDataError` — at about 2× the cost of a short-record ``ds[i]``.
 
     ``ds[i]`` accepts Python and numpy integers (negative count from the end); slices and integer
     lists/arrays return lists. Every call returns a fresh object. Datasets pickle by path and remap the
@@ -69,6 +73,7 @@ class JSONLDataset:
         workers: int | None = None,
         progress: bool | None = None,
         storage_options: dict[str, Any] | None = None,
+        mmap: bool = True,
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
@@ -84,6 +89,7 @@ class JSONLDataset:
                 workers=workers,
                 progress=progress,
                 storage_options=storage_options,
+                mmap=mmap,
             )
             for p in paths
         ]
