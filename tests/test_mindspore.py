@@ -148,7 +148,8 @@ def test_split_slices_column_selection_and_single_split(pairs) -> None:
     rows = _rows(gd)
     assert gd.get_col_names() == ["messages"] and len(rows) == 20
     assert orjson.loads(str(rows[3][0])) == JSONLDataset(a)[3]["messages"]
-    assert list(load_dataset(str(a))) == ["train"]  # one split, still a dict (as 🤗)
+    one = load_dataset(str(a))  # one split: the bare GeneratorDataset (MindNLP's rule)
+    assert len(_rows(one)) == 200 and one.source.ds.files == [str(a)]
 
 
 def test_streaming_sources_shuffle_and_shard_in_the_source(pairs, expected) -> None:
@@ -179,8 +180,8 @@ def test_two_epochs_and_iterable_reshuffle(tmp_path: Path) -> None:
 
 def test_json_path_refuses_what_it_cannot_honour(pairs) -> None:
     a, _ = pairs["llama_factory chat"]
-    with pytest.raises(TypeError, match="field, token"):
-        load_dataset("json", data_files=str(a), field="data", token="x")
+    with pytest.raises(TypeError, match="token, trust_remote_code"):
+        load_dataset("json", data_files=str(a), token="x", trust_remote_code=True)
     # 🤗's preparation-only parameters have nothing to prepare here: accepted, no effect
     gd = load_dataset(str(a), split="train[:2]", download_mode="reuse_dataset_if_exists", keep_in_memory=True)
     assert len(_rows(gd)) == 2

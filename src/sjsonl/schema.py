@@ -225,9 +225,9 @@ class RecordSchema:
         return _column_type(JSON_SIG if self._objects else self._whole, False)
 
     @property
-    def all_objects(self) -> bool:
-        """Whether every row is a JSON object (vacuously true with no rows)."""
-        return self._objects == self.rows
+    def object_rows(self) -> int:
+        """How many rows are JSON objects (the others are typed by :attr:`value`)."""
+        return self._objects
 
     def __getitem__(self, name: str) -> ColumnType:
         if name not in self._sigs:

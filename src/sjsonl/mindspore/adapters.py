@@ -40,12 +40,18 @@ import numpy as np
 from ..dataset import JSONLDataset
 from ..errors import require
 from ..hf import hf_kind
+from ..schema import infer_schema as infer_record_schema
 from ..streaming import JSONLStream, buffer_shuffle
 from .columns import Schema, SchemaMismatchError, infer_schema
 
-#: Rows looked at to infer a schema when the data has more (evenly spaced over random-access data, the
-#: first rows of a stream). ``infer_rows=None`` looks at every row.
-DEFAULT_INFER_ROWS = 2000
+#: Rows the schema is inferred from by default: ``None``, every row (for a JSONLDataset computed once and
+#: cached beside the index, see :mod:`sjsonl.schema`), so no later row can break an epoch. An integer asks
+#: for a sample: evenly spaced rows of random-access data, the first rows of a stream.
+DEFAULT_INFER_ROWS: int | None = None
+#: Rows of a 🤗 dataset looked at for the columns its ``features`` leave open (or a stream without any).
+HF_SAMPLE_ROWS = 2000
+# What mindspore.dataset.config.get_seed() answers when set_seed was never called (std::mt19937's default).
+_MT19937_DEFAULT_SEED = 5489
 
 
 def _is_map_style(data: Any) -> bool:
@@ -57,11 +63,11 @@ def _is_map_style(data: Any) -> bool:
     return hasattr(data, "__getitem__") and hasattr(data, "__len__") and not isinstance(data, Mapping)
 
 
-def _sample_rows(data: Any, map_style: bool, infer_rows: int | None) -> list[Any]:
+def _sample_rows(data: Any, map_style: bool, infer_rows: int) -> list[Any]:
     if not map_style:
-        return list(iter(data) if infer_rows is None else islice(iter(data), infer_rows))
+        return list(islice(iter(data), infer_rows))
     n = len(data)
-    if infer_rows is None or n <= infer_rows:
+    if n <= infer_rows:
         return list(data)
     positions = np.unique(np.linspace(0, n - 1, infer_rows).astype(np.int64))
     if isinstance(data, JSONLDataset):
@@ -74,16 +80,30 @@ def _sample_rows(data: Any, map_style: bool, infer_rows: int | None) -> list[Any
 def make_schema(
     data: Any, features: Mapping[str, Any] | None = None, infer_rows: int | None = DEFAULT_INFER_ROWS
 ) -> Schema:
-    """The schema :func:`to_generator_dataset` uses for ``data``: inferred from ``infer_rows`` rows (every row
-    when there are no more, or with ``None``), with a 🤗 dataset's own ``features`` when ``features`` is None.
+    """The schema :func:`to_generator_dataset` uses for ``data``: 🤗 ``features`` when given (a 🤗 dataset's
+    own when ``features`` is None) fix the columns they type; the rest is inferred from every row — for a
+    :class:`~sjsonl.dataset.JSONLDataset` by :func:`sjsonl.schema.infer_schema` (computed once, cached
+    with the index), for a stream or a list by one pass over it — or from ``infer_rows`` sampled rows when
+    asked (a 🤗 dataset: :data:`HF_SAMPLE_ROWS`, its Arrow types already hold for every row).
 
     Example:
         >>> make_schema([{"a": 1}, {"a": 2.5}])
         Schema(a: float64)
     """
-    if features is None and hf_kind(data) is not None:
+    kind = hf_kind(data)
+    if features is None and kind is not None:
         features = getattr(data, "features", None)
-    return infer_schema(_sample_rows(data, _is_map_style(data), infer_rows), features)
+    if infer_rows is not None:
+        rows: Any = _sample_rows(data, _is_map_style(data), infer_rows)
+    elif isinstance(data, JSONLDataset):
+        rows = infer_record_schema(data)
+    elif kind is not None:
+        # 🤗 data: Arrow already gives every row the features' types, so a sample only fills in what the
+        # features leave open; a Hub stream without features may be unbounded, so it is sampled too.
+        rows = _sample_rows(data, kind == "map", HF_SAMPLE_ROWS)
+    else:
+        rows = iter(data)
+    return infer_schema(rows, features)
 
 
 def _check_shard(num_shards: int | None, shard_id: int | None) -> tuple[int, int]:
@@ -113,6 +133,16 @@ class MapSource:
         self.data, self.schema = data, schema
         self.step, self.first = _check_shard(num_shards, shard_id)
         self.n = len(range(self.first, len(data), self.step))
+
+    @property
+    def ds(self) -> Any:
+        """The underlying dataset — MindNLP's ``gd.source.ds`` (e.g. the :class:`JSONLDataset`)."""
+        return self.data
+
+    @property
+    def column_names(self) -> list[str]:
+        """The columns of each row, in order (as MindNLP's sources carry them)."""
+        return self.schema.column_names
 
     def __len__(self) -> int:
         return self.n
@@ -155,9 +185,27 @@ class IterSource:
         self.num_shards, self.shard_id = _check_shard(num_shards, shard_id)
         self.epoch = 0
 
+    @property
+    def ds(self) -> Any:
+        """The underlying dataset or stream — MindNLP's ``gd.source.ds``."""
+        return self.data.data if isinstance(self.data, _Empty) else self.data
+
+    column_names = MapSource.column_names
+
+    def _epoch_seed(self, epoch: int) -> int | None:
+        """``seed=``, else MindSpore's ``config.set_seed`` (read when iterating), plus the epoch; None
+        (a fresh order every run) when neither is set — as MindSpore's own shuffles."""
+        base = self.seed
+        if base is None:
+            from mindspore.dataset import config
+
+            if config.get_seed() != _MT19937_DEFAULT_SEED:
+                base = config.get_seed()
+        return None if base is None else base * 1_000_003 + epoch
+
     def _records(self, epoch: int) -> Iterator[Any]:
         data, n, k = self.data, self.num_shards, self.shard_id
-        seed = None if self.seed is None else self.seed + epoch
+        seed = self._epoch_seed(epoch) if self.shuffle else None
         hf = hf_kind(data) == "iterable"
         if n > 1:
             if isinstance(data, JSONLStream):
@@ -181,6 +229,16 @@ class IterSource:
         convert = self.schema.convert
         for row in self._records(self.epoch - 1):
             yield convert(row)
+
+
+class _Empty:
+    """No records, keeping the dataset it stands for as ``.data`` (so ``gd.source.ds`` still names it)."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
 
 
 class _RoundRobin:
@@ -227,8 +285,13 @@ def make_source(
         schema = make_schema(data, features, infer_rows)
     if column_names is not None:
         schema = schema.select([column_names] if isinstance(column_names, str) else list(column_names))
-    if _is_map_style(data) and len(data):  # MindSpore refuses an empty map-style source; an iterable is fine
-        return MapSource(data, schema, num_shards=num_shards, shard_id=shard_id)
+    if _is_map_style(data):
+        source = MapSource(data, schema, num_shards=num_shards, shard_id=shard_id)
+        # MindSpore refuses a random-access source of 0 rows ("data row of input source must not be 0"),
+        # which an empty split or a shard of fewer rows than shards is: an iterable of nothing is fine.
+        if len(source):
+            return source
+        return IterSource(_Empty(data), schema)
     return IterSource(data, schema, num_shards=num_shards, shard_id=shard_id, **iter_options)
 
 

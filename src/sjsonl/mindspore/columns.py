@@ -57,13 +57,12 @@ import orjson
 
 from ..decode import loads
 from ..errors import SJSONLError
+from ..schema import JSON_SIG, RecordSchema, schema_of_records
 
 KINDS = ("str", "int64", "float64", "bool", "json")
 _DTYPES = {"str": np.str_, "int64": np.int64, "float64": np.float64, "bool": np.bool_}
 _FILL = {"str": "", "int64": 0, "float64": np.nan, "bool": False}
 _LEAF_TYPES = {"str": {str}, "int64": {int}, "float64": {int, float}, "bool": {bool}}
-_SCALAR_KIND = {str: "str", bool: "bool", float: "float64", int: "int64"}
-_INT64 = (-(2**63), 2**63 - 1)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 VALUE_COLUMN = "value"
 
@@ -109,70 +108,8 @@ def _leaf_types(value: list, ndim: int) -> set[type]:
 
 
 # ------------------------------------------------------------------------------------------ inference
-# A signature is (kind, ndim): kind None means "no element seen yet" ([] or [[], []]); ndim None means
-# "a list of unknown depth" (a bare []). ("json", 0) absorbs everything.
-_JSON = ("json", 0)
-
-
-def _list_shape(value: list) -> tuple[tuple[int, ...], set[type]] | None:
-    """Shape and leaf types of a rectangular nested list of scalars, or None when it is not one."""
-    if not value or type(value[0]) is not list:
-        types = set(map(type, value))
-        return ((len(value),), types) if types <= {str, int, float, bool} else None
-    subs = [_list_shape(v) if type(v) is list else None for v in value]
-    first = subs[0]
-    if first is None or any(s is None or s[0] != first[0] for s in subs):
-        return None
-    return (len(value), *first[0]), set().union(*(s[1] for s in subs))
-
-
-def _leaf_kind(types: set[type], ints: Iterable[Any] = ()) -> str | None:
-    if not types:
-        return None
-    kinds = {_SCALAR_KIND[t] for t in types}
-    if kinds == {"int64", "float64"}:
-        return "float64"
-    if len(kinds) != 1:
-        return "json"
-    kind = kinds.pop()
-    if kind == "int64" and any(not _INT64[0] <= i <= _INT64[1] for i in ints):
-        return "json"
-    return kind
-
-
-def _signature(value: Any) -> tuple[str | None, int | None] | None:
-    t = type(value)
-    if value is None:
-        return None
-    if t is list:
-        if not value:
-            return (None, None)
-        found = _list_shape(value)
-        if found is None:
-            return _JSON
-        shape, types = found
-        ints = np.asarray(value, dtype=object).ravel() if int in types else ()
-        kind = _leaf_kind(types, ints)
-        return _JSON if kind == "json" else (kind, len(shape))
-    if t in _SCALAR_KIND:
-        return (_leaf_kind({t}, (value,) if t is int else ()), 0)
-    return _JSON
-
-
-def _merge(a: tuple | None, b: tuple | None) -> tuple | None:
-    if a is None or a == b:
-        return b
-    if b is None:
-        return a
-    if a == _JSON or b == _JSON or (a[1] == 0) != (b[1] == 0):
-        return _JSON
-    if a[1] is not None and b[1] is not None and a[1] != b[1]:
-        return _JSON
-    ndim = a[1] if a[1] is not None else b[1]
-    if a[0] is None or b[0] is None:
-        return (a[0] or b[0], ndim)
-    kind = _leaf_kind({t for t, k in _SCALAR_KIND.items() if k in (a[0], b[0])})
-    return _JSON if kind == "json" else (kind, ndim)
+# Column types come from the schema layer (sjsonl.schema): signatures (kind, ndim) merged over the rows.
+_JSON = JSON_SIG
 
 
 def _feature_kind(feature: Any) -> str | None:
@@ -194,8 +131,10 @@ def _feature_kind(feature: Any) -> str | None:
     return "json" if dtype == "null" else None
 
 
-def infer_schema(rows: Iterable[Any], features: Mapping[str, Any] | None = None) -> Schema:
-    """The :class:`Schema` for ``rows`` (all of them are looked at) — see the table in the module docstring.
+def infer_schema(rows: Iterable[Any] | RecordSchema, features: Mapping[str, Any] | None = None) -> Schema:
+    """The :class:`Schema` for ``rows`` (all of them are looked at), or for a ready
+    :class:`~sjsonl.schema.RecordSchema` (what :func:`sjsonl.schema.infer_schema` computes and caches for
+    a dataset) — see the table in the module docstring.
 
     Example:
         >>> infer_schema([[1, 2], [3]]).columns
@@ -203,21 +142,13 @@ def infer_schema(rows: Iterable[Any], features: Mapping[str, Any] | None = None)
         >>> infer_schema([{"a": None}, {"a": [[1, 2], [3]]}, {"b": True}]).columns[0].describe()
         'JSON text'
     """
-    sigs: dict[str, Any] = {}
-    whole: Any = None
-    objects = other = False
-    for row in rows:
-        if type(row) is dict:
-            objects = True
-            for key, value in row.items():
-                sigs[key] = _merge(sigs.get(key), _signature(value))
-        else:
-            other = True
-            whole = _merge(whole, _signature(row))
-    if other or (not objects and features is None):
+    rs = rows if isinstance(rows, RecordSchema) else schema_of_records(rows)
+    if rs.value is not None or (not rs.object_rows and features is None):
         # Non-object rows: the whole row is one column (JSON text when objects are mixed in). No rows at all
         # (an empty split): the same single JSON-text column, since MindSpore needs at least one.
-        return Schema([_column(VALUE_COLUMN, _JSON if objects else whole, None)])
+        whole = _JSON if rs.object_rows else rs.whole_signature
+        return Schema([_column(VALUE_COLUMN, whole, None)])
+    sigs = {k: rs.signature_of(k) for k in rs.column_names}
     if features is not None:
         columns = []
         for name, feature in features.items():

@@ -1,47 +1,53 @@
 """``sjsonl.mindspore.load_dataset``: MindNLP's ``load_dataset`` (🤗's parameters, MindSpore datasets out),
 with JSON Lines read in place.
 
+Return value — **MindNLP's rule** (``mindnlp/dataset/load.py``, 0.4 and 0.5), not 🤗's: every split that
+results is a ``GeneratorDataset``; when exactly one results it is returned bare — for ``split="train"``, for
+``split=["train"]`` or ``("train",)``, and for ``split=None`` on data with one split — otherwise a ``dict``:
+``{split: GeneratorDataset}`` for ``split=None``, keyed by the specs given for a list of splits. (For 🤗's
+rule use :func:`sjsonl.load_dataset` and :func:`~sjsonl.mindspore.to_generator_dataset`.) Each dataset's
+``gd.source.ds`` is the underlying dataset (a :class:`~sjsonl.dataset.JSONLDataset`, a stream, or the 🤗
+dataset), as MindNLP code expects; ``gd.source.column_names`` its columns.
+
 Where the data go:
 
 - **JSON Lines** — ``path="json"``, a ``.jsonl``/``.json``/``.ndjson`` file, a glob of them, or a directory
   (or ``data_files``) mostly of them (🤗's rule, see :func:`sjsonl.loading.is_jsonl_source`) — are read by
   :func:`sjsonl.load_dataset` through a line index: no Arrow conversion, no second copy. 🤗's parameters mean
-  what they can mean here: ``num_proc`` → threads building the index, ``cache_dir`` → where indexes are kept,
-  ``features`` → the MindSpore columns and dtypes, ``streaming`` → an index-free stream,
+  what they can mean here: ``num_proc`` → processes/threads building the index and the schema **and**
+  (MindNLP's rule) MindSpore's ``num_parallel_workers``; ``cache_dir`` → where indexes are kept;
+  ``features`` → the MindSpore columns and dtypes; ``streaming`` → an index-free stream;
   ``storage_options`` → fsspec options for URLs in ``data_files`` (read in place). ``download_config``,
   ``download_mode``, ``verification_mode``, ``keep_in_memory``, ``save_infos`` and ``revision`` concern
   downloading and preparing Arrow files, of which there are none: they are accepted and have no effect.
-  Any other keyword (🤗 JSON builder options such as ``field``, or ``token``) raises — read such data with
-  ``datasets.load_dataset`` and pass it to
-  :func:`~sjsonl.mindspore.to_generator_dataset`.
+  ``field=`` (rows under a key of a JSON *document*) is not JSON Lines: such a call goes to 🤗. Any other
+  keyword raises ``TypeError`` (MindNLP silently drops keywords it does not know; sjsonl never does).
 - **Anything else** (CSV, Parquet, Hub names, scripts…) goes to ``datasets.load_dataset`` with every 🤗
   argument the caller set and every further keyword (``**config_kwargs``) — nothing is dropped, so a wrong
   keyword fails in 🤗 — and the result is wrapped.
 
-``num_proc`` is 🤗's (preparation) only. MindSpore's side has its own keywords: ``shuffle`` (default
-False: file order, as MindNLP and 🤗), ``num_parallel_workers`` (default 1), ``python_multiprocessing``
-(default True), ``num_shards``/``shard_id`` (default: MindSpore's distributed context if initialised) and
-``column_names`` (which columns, in which order), plus ``pad_shards`` (see
-:func:`~sjsonl.mindspore.to_generator_dataset`). 🤗 builder options whose names collide with these (the
-CSV builder's ``column_names``) go in ``hf_kwargs={...}``.
-
-Return value, as 🤗 (**not** as MindNLP, which unwrapped a single split): ``split=None`` gives
-``{split: GeneratorDataset}`` even when there is one split; ``split="train"`` (or ``"train[:10%]"``) gives
-one ``GeneratorDataset``; a list of splits gives a list.
+MindSpore's side has its own keywords: ``shuffle`` (default False: file order, as MindNLP), ``seed`` (of a
+stream's buffered shuffle; default MindSpore's ``config.set_seed``), ``num_parallel_workers`` (default
+``num_proc``, else 1, as MindNLP), ``python_multiprocessing`` (default True), ``num_shards``/``shard_id``
+(default: MindSpore's distributed context if initialised) and ``column_names`` (which columns, in which
+order), plus ``pad_shards`` (see :func:`~sjsonl.mindspore.to_generator_dataset`). Column types come from
+every row (cached with the index, :mod:`sjsonl.schema`), or ``features``; ``infer_rows=N`` samples instead.
+🤗 builder options whose names collide with these (the CSV builder's ``column_names``) go in
+``hf_kwargs={...}``.
 
 Example:
     >>> import os, tempfile
     >>> d = tempfile.mkdtemp()
     >>> _ = open(os.path.join(d, "train.jsonl"), "w").write('{"text": "hi", "label": 1}\\n')
-    >>> dsd = load_dataset("json", data_files={"train": os.path.join(d, "train.jsonl")})
-    >>> gd = dsd["train"]
+    >>> gd = load_dataset("json", data_files={"train": os.path.join(d, "train.jsonl")})  # one split: bare
     >>> rows = list(gd.create_dict_iterator(output_numpy=True, num_epochs=1))
-    >>> gd.get_col_names(), [(str(r["text"]), int(r["label"])) for r in rows]
-    (['text', 'label'], [('hi', 1)])
+    >>> gd.get_col_names(), [(str(r["text"]), int(r["label"])) for r in rows], len(gd.source.ds)
+    (['text', 'label'], [('hi', 1)], 1)
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,12 +57,18 @@ from ..loading import load_dataset as load_jsonl
 from .adapters import DEFAULT_INFER_ROWS, to_generator_dataset
 
 
-def _wrap(result: Any, convert) -> Any:
+def _mindnlp_structure(result: Any, split: Any, convert) -> Any:
+    """MindNLP's return rule (``mindnlp/dataset/load.py``, 0.4/0.5): every split that results goes into a
+    dict — a list (or tuple) of splits keyed by the specs given, one split by its spec, ``split=None`` by
+    name — and a dict of exactly one entry is unwrapped to its bare ``GeneratorDataset``."""
     if isinstance(result, Mapping):
-        return {str(k): convert(v) for k, v in result.items()}
-    if isinstance(result, list):
-        return [convert(v) for v in result]
-    return convert(result)
+        named = {str(k): v for k, v in result.items()}
+    elif isinstance(result, (list, tuple)):
+        named = dict(zip([str(s) for s in split], result))
+    else:
+        named = {str(split): result}
+    out = {k: convert(v) for k, v in named.items()}
+    return next(iter(out.values())) if len(out) == 1 else out
 
 
 def load_dataset(
@@ -78,7 +90,8 @@ def load_dataset(
     storage_options: dict | None = None,
     *,
     shuffle: bool = False,
-    num_parallel_workers: int = 1,
+    seed: int | None = None,
+    num_parallel_workers: int | None = None,
     python_multiprocessing: bool = True,
     num_shards: int | None = None,
     shard_id: int | None = None,
@@ -88,12 +101,12 @@ def load_dataset(
     hf_kwargs: Mapping[str, Any] | None = None,
     **config_kwargs: Any,
 ) -> Any:
-    """Load a dataset as MindSpore ``GeneratorDataset`` (s); see the module docstring for the routing rules.
+    """Load a dataset as MindSpore ``GeneratorDataset`` (s), MindNLP's way; see the module docstring.
 
-    The first sixteen parameters are 🤗 ``datasets.load_dataset``'s (MindNLP's list); the keyword-only
-    ones after ``storage_options`` are MindSpore's and go to :func:`~sjsonl.mindspore.to_generator_dataset`
-    (``infer_rows``: rows the column schema is inferred from). ``**config_kwargs`` and ``hf_kwargs`` go
-    to 🤗.
+    The first sixteen parameters are MindNLP's (🤗 ``datasets.load_dataset``'s); the keyword-only ones after
+    ``storage_options`` are MindSpore's and go to :func:`~sjsonl.mindspore.to_generator_dataset`
+    (``infer_rows``: sample that many rows for the column types instead of every row). ``**config_kwargs``
+    and ``hf_kwargs`` go to 🤗.
 
     Raises:
         TypeError: for keywords the JSON Lines path cannot honour (they are named).
@@ -104,15 +117,20 @@ def load_dataset(
         >>> for split in ("train", "test"):
         ...     _ = open(os.path.join(d, f"{split}.jsonl"), "w").write('{"text": "hi", "label": 1}\\n')
         >>> files = {s: os.path.join(d, f"{s}.jsonl") for s in ("train", "test")}
-        >>> splits = load_dataset("json", data_files=files)
+        >>> splits = load_dataset("json", data_files=files)           # two splits: a dict
         >>> sorted(splits), splits["train"].get_col_names()
         (['test', 'train'], ['text', 'label'])
-        >>> load_dataset(d, split="test").get_dataset_size()     # a directory: 🤗's split inference
+        >>> load_dataset(d, split=["test"]).get_dataset_size()       # one split (even in a list): bare
         1
+        >>> sorted(load_dataset(d, split=["train", "test[:1]"]))
+        ['test[:1]', 'train']
     """
+    if num_parallel_workers is None:  # MindNLP: num_parallel_workers=num_proc if num_proc else 1
+        num_parallel_workers = num_proc if num_proc else 1
     to_ms = dict(
         column_names=column_names,
         shuffle=shuffle,
+        seed=seed,
         num_parallel_workers=num_parallel_workers,
         num_shards=num_shards,
         shard_id=shard_id,
@@ -122,7 +140,8 @@ def load_dataset(
         infer_rows=infer_rows,
     )
     hf_extra = {**config_kwargs, **(hf_kwargs or {})}
-    if is_jsonl_source(path, data_dir, data_files):
+    document = "field" in hf_extra  # rows under a key of a JSON document: 🤗's JSON builder reads those
+    if is_jsonl_source(path, data_dir, data_files) and not document:
         if hf_extra:
             raise TypeError(
                 f"unsupported keyword argument(s) for JSON Lines data: {', '.join(sorted(hf_extra))}. sjsonl "
@@ -140,7 +159,7 @@ def load_dataset(
             workers=num_proc,
             storage_options=storage_options,
         )
-        return _wrap(result, lambda ds: to_generator_dataset(ds, **to_ms))
+        return _mindnlp_structure(result, split, lambda ds: to_generator_dataset(ds, **to_ms))
 
     datasets = require("datasets", "hf")
     given = dict(
@@ -162,5 +181,7 @@ def load_dataset(
     )
     # Forward what the caller set (values other than 🤗's defaults None/False), plus every extra keyword.
     forwarded = {k: v for k, v in given.items() if v is not None and v is not False}
+    if document and data_files is None and os.path.isfile(path):  # sjsonl's one-file form, in 🤗's words
+        path, forwarded["data_files"] = "json", path
     result = datasets.load_dataset(path, **forwarded, **hf_extra)
-    return _wrap(result, lambda ds: to_generator_dataset(ds, **to_ms))
+    return _mindnlp_structure(result, split, lambda ds: to_generator_dataset(ds, **to_ms))
