@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
@@ -23,6 +24,13 @@ import numpy as np
 from .decode import JSONDecodeError, Projection, fast_loads
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 from .source import IndexedFile
+from .transforms import columns as _columns
+from .transforms import export as _export
+from .transforms import format as _format
+from .transforms.filter import filter_dataset
+from .transforms.map import map_dataset
+from .transforms.pipeline import Pipeline
+from .transforms.splits import DatasetDict, train_test_split
 
 PathLike = Union[str, "os.PathLike[str]"]
 _BLOCK = 8192
@@ -165,7 +173,9 @@ class JSONLDataset:
                 i = self._order[i]
             f, j = self._locate(i)
             rec = f.record(j, self._decode)
-            return rec if self._transform is None else self._transform(rec)
+            return rec if self._transform is None else self._finish([rec], np.array([i], np.int64))[0]
+        if isinstance(key, str):  # 🤗: a column, as a list
+            return _columns.column(self, key)
         if isinstance(key, slice):
             return self._records_at_positions(np.arange(*key.indices(self._len), dtype=np.int64))
         positions = np.asarray(key)
@@ -193,11 +203,10 @@ class JSONLDataset:
         return f.raw(j)
 
     def __iter__(self) -> Iterator[Any]:
-        transform = self._transform
         if self._order is None:
-            for f in self._files:
+            for f, lo in zip(self._files, self._bounds.tolist()):
                 it = f.iter_records(decode=self._decode)
-                yield from (it if transform is None else map(transform, it))
+                yield from (it if self._transform is None else self._stream(it, itertools.count(lo)))
             return
         for lo in range(0, self._len, _BLOCK):
             yield from self.iter_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
@@ -218,7 +227,7 @@ class JSONLDataset:
             return
         base = positions if self._order is None else self._order.take(positions)
         it = self._single.iter_at(base, self._decode)
-        yield from (it if self._transform is None else map(self._transform, it))
+        yield from (it if self._transform is None else self._stream(it, iter(base.tolist())))
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_hot": None}  # the map is reopened by the receiving process
@@ -282,19 +291,118 @@ class JSONLDataset:
             >>> JSONLDataset(path).select_columns(["id"])[:]
             [{'id': 1}, {'id': 2}]
         """
-        view = copy.copy(self)
-        view._decode, view._plain = Projection(list(columns)), False
-        return view
+        return _columns.select_columns(self, columns)
 
-    def with_transform(self, transform: Callable[[Any], Any] | None) -> JSONLDataset:
-        """The same records with ``transform`` applied to each (``None`` removes it)."""
+    # ----------------------------------------------------------------- 🤗 Dataset surface
+    # Each is one line: the work lives in sjsonl.transforms, one module per concept (docstrings there).
+    @property
+    def num_rows(self) -> int:
+        """🤗 ``num_rows``: ``len(ds)``."""
+        return self._len
+
+    @property
+    def column_names(self) -> list[str]:
+        """🤗 ``column_names``, from the schema of all rows (:mod:`sjsonl.transforms.columns`)."""
+        return _columns.column_names(self)
+
+    @property
+    def features(self) -> Any:
+        """🤗 ``features`` (``datasets.Features``), from the same schema as ``column_names``."""
+        return _columns.features(self)
+
+    @property
+    def format(self) -> dict[str, Any]:
+        """🤗 ``format``: ``{"type": None | "numpy" | "torch" | "custom", ...}``."""
+        return _format.describe(self)
+
+    def map(self, function: Callable[..., Any] | None = None, **kwargs: Any) -> JSONLDataset:
+        """🤗 ``map``, lazy (:mod:`sjsonl.transforms.map`)."""
+        return map_dataset(self, function, **kwargs)
+
+    def filter(self, function: Callable[..., Any] | None = None, **kwargs: Any) -> JSONLDataset:
+        """🤗 ``filter``: a sub-index computed once (:mod:`sjsonl.transforms.filter`)."""
+        return filter_dataset(self, function, **kwargs)
+
+    def remove_columns(self, column_names: str | Sequence[str], **kwargs: Any) -> JSONLDataset:
+        """🤗 ``remove_columns`` (a view)."""
+        return _columns.remove_columns(self, column_names, **kwargs)
+
+    def rename_column(self, original_column_name: str, new_column_name: str, **kwargs: Any) -> JSONLDataset:
+        """🤗 ``rename_column`` (a view)."""
+        return _columns.rename_columns(self, {original_column_name: new_column_name})
+
+    def rename_columns(self, column_mapping: dict[str, str], **kwargs: Any) -> JSONLDataset:
+        """🤗 ``rename_columns`` (a view)."""
+        return _columns.rename_columns(self, column_mapping)
+
+    def with_format(
+        self, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
+    ) -> JSONLDataset:
+        """🤗 ``with_format("numpy" | "torch" | "python")`` (:mod:`sjsonl.transforms.format`)."""
+        return _format.with_format(self, type, columns, **kwargs)
+
+    def set_format(
+        self, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
+    ) -> None:
+        """🤗 ``set_format``: ``with_format`` in place."""
+        self.__dict__.update(self.with_format(type, columns, **kwargs).__dict__)
+
+    def reset_format(self) -> None:
+        """🤗 ``reset_format``: Python objects again (removes a format or transform)."""
+        self.set_format(None)
+
+    def with_transform(self, transform: Callable[[dict], Any] | None, **kwargs: Any) -> JSONLDataset:
+        """🤗 ``with_transform``: ``transform`` takes a BATCH (dict of lists); for a function of one record
+        use ``JSONLDataset(..., transform=)`` or ``map`` (:mod:`sjsonl.transforms.format`)."""
+        return _format.with_transform(self, transform, **kwargs)
+
+    def set_transform(self, transform: Callable[[dict], Any] | None, **kwargs: Any) -> None:
+        """🤗 ``set_transform``: ``with_transform`` in place."""
+        self.__dict__.update(self.with_transform(transform, **kwargs).__dict__)
+
+    def train_test_split(self, test_size: float | int | None = None, **kwargs: Any) -> DatasetDict:
+        """🤗 ``train_test_split``: ``{"train", "test"}`` views (:mod:`sjsonl.transforms.splits`)."""
+        return train_test_split(self, test_size, **kwargs)
+
+    def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[dict[str, list]]:
+        """🤗 ``iter``: batches as dicts of lists (:mod:`sjsonl.transforms.export`)."""
+        return _export.iter_batches(self, batch_size, drop_last_batch)
+
+    def to_list(self) -> list[Any]:
+        """🤗 ``to_list``: every row."""
+        return _export.to_list(self)
+
+    def to_dict(self, **kwargs: Any) -> dict[str, list]:
+        """🤗 ``to_dict``: the columns as lists."""
+        return _export.to_dict(self)
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        """🤗 ``to_pandas``: a DataFrame."""
+        return _export.to_pandas(self)
+
+    def to_iterable_dataset(self, num_shards: int | None = None) -> Any:
+        """A real ``datasets.IterableDataset`` backed by this dataset — no Arrow copy — with ``len()``, exact
+        shuffles reseeded by ``set_epoch`` and record-level ``shard`` (:mod:`sjsonl.hf_iterable`)."""
+        from .hf_iterable import to_iterable_dataset
+
+        return to_iterable_dataset(self, num_shards=num_shards)
+
+    # ----------------------------------------------------------------- internals
+    def _finish(self, rows: list[Any], base: np.ndarray) -> list[Any]:
+        t = self._transform
+        return t.apply(rows, base) if isinstance(t, Pipeline) else [t(r) for r in rows]  # type: ignore[misc]
+
+    def _stream(self, rows: Iterator[Any], base: Iterator[int]) -> Iterator[Any]:
+        t = self._transform
+        return t.stream(rows, base) if isinstance(t, Pipeline) else map(t, rows)  # type: ignore[arg-type]
+
+    def _with_pipeline(self, pipeline: Pipeline) -> JSONLDataset:
         view = copy.copy(self)
-        view._transform = transform
-        view._plain = self._single is not None and self._order is None and transform is None
+        view._transform = pipeline if pipeline.all_stages else None
+        view._plain = view._transform is None and self._single is not None and self._order is None
         view._plain = view._plain and self._decode is None
         return view
 
-    # ----------------------------------------------------------------- internals
     def _locate(self, base: int) -> tuple[IndexedFile, int]:
         if self._single is not None:
             return self._single, base
@@ -313,4 +421,4 @@ class JSONLDataset:
                 recs = self._files[k].records_at(base[at] - self._bounds[k], self._decode)
                 for pos, rec in zip(at.tolist(), recs):
                     out[pos] = rec
-        return out if self._transform is None else [self._transform(r) for r in out]
+        return out if self._transform is None else self._finish(out, base)
