@@ -5,11 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import socket
-import uuid
-from types import SimpleNamespace
 
-import boto3
 import numpy as np
 import pytest
 import pyzstd
@@ -21,54 +17,6 @@ from sjsonl.storage.compressed import GzipFile
 from sjsonl.storage.remote import RemoteFile
 
 from ._storage_checks import check_every_access_path, check_fork_safety, source_records
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3():
-    from moto.server import ThreadedMotoServer
-
-    saved = {k: os.environ.get(k) for k in ("NO_PROXY", "no_proxy")}
-    for k in saved:  # a proxy configured for the machine must not see requests to 127.0.0.1
-        os.environ[k] = ",".join(filter(None, [saved[k], "127.0.0.1", "localhost"]))
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
-    )
-    region = {"region_name": "us-east-1"}
-    options = {"endpoint_url": endpoint, "key": "x", "secret": "x", "client_kwargs": region}
-    try:
-        yield SimpleNamespace(client=client, options=options)
-    finally:
-        server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@pytest.fixture
-def bucket(s3):
-    name = f"sjsonl-{uuid.uuid4().hex[:12]}"
-    s3.client.create_bucket(Bucket=name)
-
-    def put(key: str, body: bytes) -> str:
-        s3.client.put_object(Bucket=name, Key=key, Body=body)
-        return f"s3://{name}/{key}"
-
-    def keys() -> list[str]:
-        return sorted(o["Key"] for o in s3.client.list_objects_v2(Bucket=name).get("Contents", []))
-
-    return SimpleNamespace(name=name, put=put, keys=keys, options=s3.options)
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,7 @@ def iter_blocks(
         if len(bounds) == block_hi - block_lo:  # the block holds the last record
             bounds.append(end)
         if mapped is not None:
+            check_mapped(storage)
             yield mapped(), 0, bounds
             block_lo = block_hi
             continue
@@ -70,6 +71,14 @@ def iter_blocks(
         data = storage.read(base, bounds[-1])
         yield data, base, [b - base for b in bounds]
         block_lo += len(bounds) - 1
+
+
+def check_mapped(storage: Storage) -> None:
+    """For a memory-mapped storage, whose slices are not checked one by one: raise if the file was
+    truncated or rewritten in place since it was indexed (one ``fstat``; called per batch and block)."""
+    check = getattr(storage, "check_unchanged", None)
+    if check is not None:
+        check()
 
 
 class IndexedFile:
@@ -233,6 +242,7 @@ class IndexedFile:
         """Records at many positions (any order), with the offsets looked up in one vectorised step."""
         starts, ends = self._spans_at(indices)
         if getattr(self.storage, "buffer", None) is not None:
+            check_mapped(self.storage)
             return list(self.decode_spans(zip(starts, ends), decode))
         return self._read_and_decode(starts, ends, decode)
 
@@ -244,6 +254,7 @@ class IndexedFile:
         """
         if getattr(self.storage, "buffer", None) is None:
             return iter(self.records_at(indices, decode))  # batched reads pay off more than laziness
+        check_mapped(self.storage)
         starts, ends = self._spans_at(indices)
         return self.decode_spans(zip(starts, ends), decode)
 

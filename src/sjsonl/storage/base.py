@@ -19,7 +19,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from ..errors import DataFileError
+from ..errors import (
+    DataFileError,
+    DataFileIsADirectoryError,
+    DataFileNotFoundError,
+    DataFilePermissionError,
+)
 
 #: Bytes hashed at each end of a file for its fingerprint (small files are hashed whole).
 FINGERPRINT_SPAN = 1 << 16
@@ -154,16 +159,25 @@ _FILE_ERRORS = {
 }
 
 
+_FILE_ERROR_TYPES = {
+    errno.ENOENT: DataFileNotFoundError,
+    errno.EACCES: DataFilePermissionError,
+    errno.EISDIR: DataFileIsADirectoryError,
+}
+
+
 def data_file_error(code: int, path: str) -> DataFileError:
     """The one-line error for a data file that is missing (``ENOENT``), unreadable (``EACCES``) or a
-    directory (``EISDIR``) — the same words for every storage.
+    directory (``EISDIR``) — the same words for every storage, and the matching built-in type too
+    (``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``; all are :class:`DataFileError`).
 
     Example:
         >>> import errno
-        >>> str(data_file_error(errno.ENOENT, "/x.jsonl"))
-        'no such data file: /x.jsonl'
+        >>> exc = data_file_error(errno.ENOENT, "/x.jsonl")
+        >>> str(exc), isinstance(exc, FileNotFoundError), exc.errno == errno.ENOENT
+        ('no such data file: /x.jsonl', True, True)
     """
-    return DataFileError(code, _FILE_ERRORS[code].format(path=path))
+    return _FILE_ERROR_TYPES.get(code, DataFileError)(code, _FILE_ERRORS[code].format(path=path))
 
 
 def stat_data_file(path: str) -> os.stat_result:

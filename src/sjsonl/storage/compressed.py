@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import DataFileError, require
+from ..errors import DataFileError, StaleDataError, require
 from .base import DataStamp, read_sequentially
 from .local import LocalFile
 
@@ -76,6 +76,19 @@ class _PerProcessHandle:
         """What the decompressor reads: a file object of its own over the pinned local file (never the
         path again: a replaced file is not read) or over the remote object."""
         return self.source.open_reader() if isinstance(self.source, LocalFile) else self.source.open_file()
+
+    def _failed(self, exc: BaseException) -> Exception:
+        """The error for a failed decompression: stale data when the file changed under us (the
+        decompressor may have wrapped our own error), else a corrupt-file error."""
+        if isinstance(exc, StaleDataError):
+            return exc
+        check = getattr(self.source, "check_unchanged", None)
+        if check is not None:
+            try:
+                check()
+            except StaleDataError as stale:
+                return stale
+        return DataFileError(errno.EIO, f"cannot decompress {self.path}: {exc}")
 
     def pin(self, stamp: DataStamp) -> None:
         """Tie reads to the compressed bytes ``stamp`` describes (see :meth:`LocalFile.pin`)."""
@@ -192,7 +205,7 @@ class GzipFile(_PerProcessHandle):
             with lock:
                 return handle.raw.pread(end - start, start)
         except (OSError, ValueError) as exc:  # zran errors: not gzip, corrupt or truncated data
-            raise DataFileError(errno.EIO, f"cannot decompress {self.path}: {exc}") from None
+            raise self._failed(exc) from None
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
         """The decompressed data front to back; the pass also builds every seek point (kept for reads)."""
@@ -324,7 +337,7 @@ class SeekableZstdFile(_PerProcessHandle):
                 handle.seek(start)
                 return handle.read(end - start)
         except (OSError, ValueError, self._zstd.ZstdError) as exc:
-            raise DataFileError(errno.EIO, f"cannot decompress {self.path}: {exc}") from None
+            raise self._failed(exc) from None
 
     def refresh(self) -> None:
         super().refresh()

@@ -11,9 +11,13 @@ them before its first read. Another file at the path, or the same file truncated
 :class:`~sjsonl.errors.StaleDataError` there — a worker never reads other data than its parent. A file
 that only grew (appended to) is the same version for the records indexed.
 
-A memory map turns a file truncated *in place* while it is mapped into SIGBUS on the next read of the lost
-pages (the OS has no bytes to show); ``mmap=False`` reads with ``pread`` instead, which turns it into a
-:class:`~sjsonl.errors.StaleDataError` at about twice the cost of a short-record ``ds[i]`` (see the README).
+Changes *in place* (truncation, rewriting the same file) cannot be pinned away. :class:`LocalFile` checks
+after every read that the file still holds the indexed bytes (one ``fstat``; on a change, the head/tail
+fingerprint tells an append from a rewrite) and raises :class:`~sjsonl.errors.StaleDataError` otherwise,
+so such bytes are never returned. :class:`MappedFile` slices its map unchecked — the layers above call
+``check_unchanged()`` once per batch and per block of iteration — and a file truncated in place while
+mapped kills the process with SIGBUS on the next read of a lost page (the OS has no bytes to show):
+``mmap=False`` is the safe mode, at about twice the cost of a short-record ``ds[i]`` (see the README).
 
 Example:
     >>> import os, tempfile
@@ -110,11 +114,13 @@ class LocalFile:
         b'[2]'
     """
 
-    coalesce_gap = 0  # a read costs nothing per range beyond its bytes: never read through gaps
+    #: a read costs a syscall and a check: reading through a small gap is cheaper than a second read
+    coalesce_gap = 64 << 10
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = resolve_path(path)
         self.pinned: DataStamp | None = None
+        self._accepted: tuple[int, int] | None = None  # (size, mtime) seen to hold the pinned bytes
         self._identity: tuple[int, int] | None = None
         self._fd: int | None = None
         self._open()
@@ -132,24 +138,44 @@ class LocalFile:
         return fd
 
     def _check_same_version(self, identity: tuple[int, int], st: os.stat_result, fd: int) -> None:
-        why = None
-        pinned = self.pinned
         if identity != self._identity:
-            why = "another file now has its name (replaced)"
-        elif pinned is not None and st.st_size < pinned.stored:
-            why = f"truncated ({pinned.stored} -> {st.st_size} bytes)"
-        elif pinned is not None and st.st_size == pinned.stored and st.st_mtime_ns != pinned.mtime_ns:
-            why = "modified (mtime changed)"
-        elif pinned is not None and pinned.fingerprint:
+            raise self._stale("another file now has its name (replaced)")
+        self._check_unchanged(st, fd)
+
+    def _check_unchanged(self, st: os.stat_result, fd: int) -> None:
+        """Raise unless the open file still holds the pinned version's bytes: same size and mtime, or
+        grown (appended to) with the indexed bytes' head and tail unchanged. Accepted states are
+        remembered, so the common case is one ``fstat`` and a comparison."""
+        pinned = self.pinned
+        if pinned is None or (st.st_size, st.st_mtime_ns) == self._accepted:
+            return
+        if st.st_size < pinned.stored:
+            raise self._stale(f"truncated ({pinned.stored} -> {st.st_size} bytes)")
+        if st.st_size == pinned.stored and st.st_mtime_ns == pinned.mtime_ns:
+            self._accepted = (st.st_size, st.st_mtime_ns)
+            return
+        if pinned.fingerprint:
             reader = lambda ranges: [os.pread(fd, hi - lo, lo) for lo, hi in ranges]  # noqa: E731
             if fingerprint_of(reader, pinned.stored) != pinned.fingerprint:
-                why = "rewritten (its content differs)"
-        if why is not None:
-            raise StaleDataError(f"{self.path} changed after it was indexed: {why}; reopen the dataset")
+                raise self._stale("rewritten (the indexed bytes differ)")
+        elif st.st_size == pinned.stored:
+            raise self._stale("modified (mtime changed)")
+        self._accepted = (st.st_size, st.st_mtime_ns)  # appended to: the indexed records are intact
+
+    def _stale(self, why: str) -> StaleDataError:
+        return StaleDataError(f"{self.path} changed after it was indexed: {why}; reopen the dataset")
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`~sjsonl.errors.StaleDataError` if the file was truncated or rewritten in place
+        since it was indexed (one ``fstat`` when nothing changed). A replaced file cannot be seen here:
+        this object goes on reading the version it opened."""
+        fd = self.fd
+        self._check_unchanged(os.fstat(fd), fd)
 
     def pin(self, stamp: DataStamp) -> None:
         """Record that the index describes ``stamp``'s version of this open file."""
         self.pinned = stamp
+        self._accepted = None
 
     @property
     def fd(self) -> int:
@@ -165,18 +191,13 @@ class LocalFile:
         return self.stat().st_size
 
     def read(self, start: int, end: int) -> bytes:
-        data = os.pread(self.fd, end - start, start) if end > start else b""
-        if len(data) < end - start:
-            self._check_short_read(start + len(data), end)
+        """``bytes[start:end]`` of the pinned version — checked after the read (one ``fstat``), so bytes
+        of a file truncated or rewritten in place are never returned."""
+        fd = self.fd
+        data = os.pread(fd, end - start, start) if end > start else b""
+        if self.pinned is not None:
+            self._check_unchanged(os.fstat(fd), fd)
         return data
-
-    def _check_short_read(self, got_to: int, wanted_to: int) -> None:
-        limit = self.pinned.stored if self.pinned is not None else None
-        if limit is not None and got_to < min(wanted_to, limit):
-            raise StaleDataError(
-                f"{self.path} was truncated after it was indexed ({limit} -> {got_to} bytes or fewer); "
-                "reopen the dataset"
-            )
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         return read_sequentially(self, ranges)
@@ -220,7 +241,7 @@ class LocalFile:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._fd = None
+        self._fd, self._accepted = None, None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
@@ -237,6 +258,8 @@ class MappedFile(LocalFile):
         b'[2]'
     """
 
+    coalesce_gap = 0  # slicing a map costs nothing per range: never read through gaps
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._mm: mmap.mmap | bytes | None = None
         super().__init__(path)
@@ -250,12 +273,12 @@ class MappedFile(LocalFile):
             fd = self.fd
             mm = b"" if os.fstat(fd).st_size == 0 else mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
             if self.pinned is not None and len(mm) < self.pinned.stored:  # cut short before we mapped it
-                self._check_short_read(len(mm), self.pinned.stored)
+                raise self._stale(f"truncated ({self.pinned.stored} -> {len(mm)} bytes)")
             self._mm = mm
         return mm
 
     def read(self, start: int, end: int) -> bytes:
-        return self.buffer()[start:end]
+        return self.buffer()[start:end]  # unchecked: the layers above call check_unchanged() per batch
 
     def close(self) -> None:
         mm, self._mm = self._mm, None
