@@ -53,6 +53,7 @@ from .dataset import JSONLDataset
 from .index.store import is_index_artifact
 from .storage import is_url
 from .streaming import JSONLStream
+from .transforms.splits import DatasetDict
 
 PathLike = Union[str, "os.PathLike[str]"]
 DataFiles = Union[PathLike, Sequence[PathLike], Mapping[str, Union[PathLike, Sequence[PathLike]]]]  # noqa: UP007
@@ -320,6 +321,12 @@ def _select_split(
     return combined.select(np.concatenate(parts))
 
 
+def _typed(ds: JSONLDataset) -> JSONLDataset:
+    from .hf_dataset import as_hf
+
+    return as_hf(ds)
+
+
 def load_dataset(
     path: PathLike,
     name: str | None = None,
@@ -331,6 +338,7 @@ def load_dataset(
     index_dir: PathLike | None = None,
     workers: int | None = None,
     storage_options: dict | None = None,
+    as_hf: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Load JSON Lines data with 🤗 ``datasets.load_dataset``'s parameters; see the module docstring.
@@ -346,6 +354,10 @@ def load_dataset(
         workers: threads for building indexes.
         storage_options: passed to fsspec for URLs in ``data_files`` (``s3://bucket/train.jsonl`` …), which
             are read in place by range requests; their indexes go to the cache directory.
+        as_hf: type each dataset as a ``datasets.Dataset`` too (:class:`sjsonl.hf_dataset.HFDataset`:
+            still read in place, no Arrow copy) so that code checking types (TRL's trainers) takes it.
+            ``None`` (the default): when 🤗 ``datasets`` is installed — whoever has it may hand the result
+            to code that checks, and must not need to know about such checks.
 
     Raises:
         TypeError: for any other keyword argument (sjsonl never ignores one silently).
@@ -372,14 +384,20 @@ def load_dataset(
         raise ValueError(f"BuilderConfig {name!r} not found: the JSON Lines loader has only 'default'")
     files = resolve_data_files(path, data_dir, data_files)
 
+    if as_hf is None:
+        import importlib.util
+
+        as_hf = importlib.util.find_spec("datasets") is not None
+
     def make(paths: list[str]) -> JSONLDataset:
-        return JSONLDataset(paths, index_dir=index_dir, workers=workers, storage_options=storage_options)
+        ds = JSONLDataset(paths, index_dir=index_dir, workers=workers, storage_options=storage_options)
+        return _typed(ds) if as_hf else ds
 
     def stream(paths: list[str]) -> JSONLStream:
         return JSONLStream(paths, storage_options=storage_options)
 
     if split is None:
-        return {s: (stream(fs) if streaming else make(fs)) for s, fs in files.items()}
+        return DatasetDict({s: (stream(fs) if streaming else make(fs)) for s, fs in files.items()})
     if isinstance(split, str) or not isinstance(split, Sequence):
         return _select_split(str(split), files, make, stream if streaming else None)
     return [_select_split(str(s), files, make, stream if streaming else None) for s in split]
