@@ -48,6 +48,8 @@ def hf_kind(obj: Any) -> str | None:
         >>> hf_kind([1, 2]) is None
         True
     """
+    if isinstance(obj, JSONLDataset):  # sjsonl's own, even when also typed as 🤗's (sjsonl.hf_dataset)
+        return None
     for cls in type(obj).__mro__:
         if cls.__module__.startswith("datasets."):
             if cls.__name__ == "Dataset":
