@@ -128,8 +128,8 @@ def test_streaming_returns_index_free_streams(tmp_path: Path) -> None:
 
 def test_unknown_keywords_and_names_are_refused(tmp_path: Path) -> None:
     _write(tmp_path / "train.jsonl", 1)
-    with pytest.raises(TypeError, match="cache_dir, trust_remote_code"):
-        load_dataset(tmp_path, trust_remote_code=True, cache_dir="x")
+    with pytest.raises(TypeError, match="token, trust_remote_code"):
+        load_dataset(tmp_path, trust_remote_code=True, token="x")
     with pytest.raises(ValueError, match="BuilderConfig"):
         load_dataset(tmp_path, name="plain_text")
     assert len(load_dataset(tmp_path, name="default", split="train")) == 1

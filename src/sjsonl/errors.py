@@ -29,11 +29,17 @@ class SJSONLError(Exception):
         ...     JSONLDataset("/no/such/data.jsonl")
         ... except SJSONLError as exc:
         ...     print(type(exc).__name__, exc)
-        DataFileError no such data file: /no/such/data.jsonl
+        DataFileNotFoundError no such data file: /no/such/data.jsonl
     """
 
     def __str__(self) -> str:
-        return one_line(super().__str__())
+        text = super().__str__()
+        # A worker's error re-raised in the parent (torch's DataLoader, MindSpore) is rebuilt from one string
+        # holding the worker's traceback: its line breaks are the traceback's, kept so it stays readable.
+        return text if _TRACEBACK in text else one_line(text)
+
+
+_TRACEBACK = "Traceback (most recent call last):"
 
 
 class DataFileError(SJSONLError, OSError):
@@ -51,6 +57,87 @@ class DataFileError(SJSONLError, OSError):
 
     def __str__(self) -> str:  # one plain line, without OSError's "[Errno N]" prefix
         return one_line(str(self.strerror)) if self.strerror else super().__str__()
+
+
+class DataFileNotFoundError(DataFileError, FileNotFoundError):
+    """A data file (or every file a pattern could match) does not exist.
+
+    Example:
+        >>> from sjsonl import JSONLDataset
+        >>> try:
+        ...     JSONLDataset("/no/such/data.jsonl")
+        ... except FileNotFoundError as exc:
+        ...     print(type(exc).__name__, isinstance(exc, SJSONLError), exc)
+        DataFileNotFoundError True no such data file: /no/such/data.jsonl
+    """
+
+
+class DataFilePermissionError(DataFileError, PermissionError):
+    """A data file exists but may not be read.
+
+    Example:
+        >>> issubclass(DataFilePermissionError, PermissionError), str(DataFilePermissionError("no"))
+        (True, 'no')
+    """
+
+
+class DataFileIsADirectoryError(DataFileError, IsADirectoryError):
+    """A directory was given where a data file was expected.
+
+    Example:
+        >>> issubclass(DataFileIsADirectoryError, IsADirectoryError)
+        True
+    """
+
+
+class InvalidArgumentError(SJSONLError, ValueError):
+    """An argument with a value sjsonl refuses (an unknown configuration name, a bad pattern …).
+
+    Example:
+        >>> issubclass(InvalidArgumentError, ValueError), str(InvalidArgumentError("bad"))
+        (True, 'bad')
+    """
+
+
+class SplitError(InvalidArgumentError):
+    """An unknown split, or a split specification 🤗 would refuse (``"train[:101%]"``).
+
+    Example:
+        >>> from sjsonl import load_dataset
+        >>> import os, tempfile
+        >>> f = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(f, "w").write("{}\\n")
+        >>> try:
+        ...     load_dataset(f, split="validation")
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__, exc)
+        SplitError Unknown split "validation". Should be one of ['train'].
+    """
+
+
+class ColumnNotFoundError(SJSONLError, KeyError):
+    """A column that the data do not have.
+
+    Example:
+        >>> from sjsonl.schema import schema_of_records
+        >>> try:
+        ...     schema_of_records([{"a": 1}])["b"]
+        ... except KeyError as exc:
+        ...     print(type(exc).__name__, exc)
+        ColumnNotFoundError no column 'b'; the columns are ['a']
+    """
+
+    def __str__(self) -> str:  # KeyError's own str() would show the message quoted, like a key
+        return SJSONLError.__str__(self)
+
+
+class UnsupportedArgumentError(SJSONLError, TypeError):
+    """A keyword argument sjsonl cannot honour (it never ignores one silently).
+
+    Example:
+        >>> issubclass(UnsupportedArgumentError, TypeError)
+        True
+    """
 
 
 class StaleIndexError(SJSONLError):
@@ -124,13 +211,28 @@ class RecordDecodeError(SJSONLError, ValueError):
         3 10 '{"a": '
     """
 
-    def __init__(self, path: str, line: int, offset: int, excerpt: str, reason: str) -> None:
+    def __init__(
+        self,
+        path: str,
+        line: int | None = None,
+        offset: int | None = None,
+        excerpt: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         self.path, self.line, self.offset, self.excerpt, self.reason = path, line, offset, excerpt, reason
+        if line is None:
+            # One string: how torch's DataLoader and MindSpore rebuild a worker's error in the parent
+            # (exc_type(message)), so the error keeps its type there. The fields are then unknown.
+            self.path = None  # type: ignore[assignment]
+            super().__init__(path)
+            return
         super().__init__(
             f"{path}:{line}: invalid JSON record at byte offset {offset}: {reason}; line starts {excerpt}"
         )
 
     def __reduce__(self):  # keep the fields through pickling (DataLoader workers re-raise in the parent)
+        if self.line is None:
+            return (type(self), self.args)
         return (type(self), (self.path, self.line, self.offset, self.excerpt, self.reason))
 
 

@@ -22,8 +22,11 @@ splits gives a list. Splits take 🤗's slicing syntax, as views (no copy): ``"t
 ``streaming=True`` returns :class:`~sjsonl.streaming.JSONLStream` iterables instead, which need no index
 (slices other than whole splits are not available there, as in 🤗).
 
-Keyword arguments 🤗 would take but this loader cannot honour raise ``TypeError`` naming them — nothing is
-silently dropped. :func:`sjsonl.mindspore.load_dataset` is the variant with 🤗's full parameter list.
+🤗's keywords ``cache_dir`` (where indexes go), ``num_proc`` (index workers) and ``features`` (columns,
+order, types, missing keys ``None``) do what they say; ``fill_missing=True`` gives 🤗's row shape without
+features. Keyword arguments 🤗 would take but this loader cannot honour raise ``TypeError``
+(:class:`~sjsonl.errors.UnsupportedArgumentError`) naming them — nothing is silently
+dropped. :func:`sjsonl.mindspore.load_dataset` is the variant with 🤗's full parameter list.
 
 Example:
     >>> import os, tempfile
@@ -39,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import glob
 import math
 import os
@@ -49,8 +53,11 @@ from typing import Any, Union
 
 import numpy as np
 
+from .conform import conform_rows
 from .dataset import JSONLDataset
+from .errors import DataFileNotFoundError, InvalidArgumentError, SplitError, UnsupportedArgumentError
 from .index.store import is_index_artifact
+from .schema import infer_schema
 from .storage import is_url
 from .streaming import JSONLStream
 from .transforms.splits import DatasetDict
@@ -76,11 +83,16 @@ _SHARDED = re.compile(r"^(?P<split>\w+(\.\w+)*)-\d{5}-of-\d{5}.*\.[^/]+$")
 _IN_DIR = ["**/{k}/**", "**/{k}[{s}]*/**", "**/*[{s}]{k}/**", "**/*[{s}]{k}[{s}]*/**"]
 _IN_NAME = ["**/{k}[{s}]*", "**/*[{s}]{k}[{s}]*"]
 _SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
+_HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?$")  # "imdb", "user/name": what a Hub dataset id looks like
 _SPLIT_SPEC = re.compile(
     r"^(?P<split>\w+(?:\.\w+)*)"
     r"(?:\[(?:(?P<from>-?[\d_]+)(?P<from_pct>%)?)?:(?:(?P<to>-?[\d_]+)(?P<to_pct>%)?)?\])?"
     r"(?:\((?P<rounding>[^)]*)\))?$"
 )
+
+
+def _not_found(message: str) -> DataFileNotFoundError:
+    return DataFileNotFoundError(errno.ENOENT, message)
 
 
 def _has_magic(pattern: str) -> bool:
@@ -114,14 +126,14 @@ def _resolve(patterns: list[str], base: str) -> list[str]:
         pattern = os.fspath(pattern)
         if is_url(pattern):  # read in place by range requests (sjsonl.storage); listed, not globbed
             if _has_magic(pattern):
-                raise ValueError(f"globs over URLs are not supported; list the files: {pattern}")
+                raise InvalidArgumentError(f"globs over URLs are not supported; list the files: {pattern}")
             files.append(pattern)
             continue
         found = _glob(pattern, base)
         if not found and not _has_magic(pattern):
             where = pattern if os.path.isabs(pattern) else os.path.join(base, pattern)
-            raise FileNotFoundError(f"no such data file: {where}")
-        files.extend(f for f in found if f not in files)
+            raise _not_found(f"no such data file: {where}")
+        files.extend(found)  # as 🤗: a file named twice (or matched by two patterns) is read twice
     return files
 
 
@@ -149,7 +161,7 @@ def _infer_splits(base: str) -> dict[str, list[str]]:
         if splits:
             return splits
     if not every:
-        raise FileNotFoundError(f"no JSON Lines files ({', '.join(JSON_EXTENSIONS)}) found under {base}")
+        raise _not_found(f"no JSON Lines files ({', '.join(JSON_EXTENSIONS)}) found under {base}")
     return {"train": every}
 
 
@@ -174,7 +186,7 @@ def resolve_data_files(
         elif path == "json":
             base = os.fspath(data_dir) if data_dir is not None else os.getcwd()
         else:
-            raise ValueError(f"data_files needs path='json' or a directory, not {path!r}")
+            raise InvalidArgumentError(f"data_files needs path='json' or a directory, not {path!r}")
         if isinstance(data_files, Mapping):
             named = {
                 str(k): [v] if isinstance(v, (str, os.PathLike)) else list(v) for k, v in data_files.items()
@@ -186,10 +198,10 @@ def resolve_data_files(
         out = {}
         for split, patterns in named.items():
             if not _SPLIT_NAME.match(split):
-                raise ValueError(f"split name should match {_SPLIT_NAME.pattern!r}, got {split!r}")
+                raise SplitError(f"split name should match {_SPLIT_NAME.pattern!r}, got {split!r}")
             out[split] = _resolve([os.fspath(p) for p in patterns], os.path.abspath(base))
             if not out[split]:
-                raise FileNotFoundError(f"no data files match {patterns} for split {split!r}")
+                raise _not_found(f"no data files match {patterns} for split {split!r}")
         return out
     if path == "json":
         return _infer_splits(os.path.abspath(os.fspath(data_dir) if data_dir is not None else os.getcwd()))
@@ -201,7 +213,13 @@ def resolve_data_files(
         files = _glob(path, os.getcwd())
         if files:
             return {"train": files}
-    raise FileNotFoundError(f"no such file, directory or matching files: {path!r}")
+    message = f"no such file, directory or matching files: {path!r}"
+    if _HUB_NAME.match(path) and not _is_json_file(path):
+        message += (
+            f"; if it is a 🤗 Hub dataset, sjsonl reads local or URL JSON Lines only: load it with "
+            f"datasets.load_dataset({path!r}) (sjsonl.mindspore.load_dataset hands Hub names to 🤗)"
+        )
+    raise _not_found(message)
 
 
 def _flat(data_files: DataFiles | None) -> list[PathLike]:
@@ -262,22 +280,30 @@ def is_jsonl_source(
 def _split_ranges(spec: str, sizes: Mapping[str, int]) -> list[tuple[str, int, int]]:
     """🤗's split syntax → ``[(split, start, stop)]`` with 🤗's rounding rules."""
     out = []
+    roundings: set[str] = set()
     for part in re.split(r"\s*\+\s*", spec.strip()):
         m = _SPLIT_SPEC.match(part)
         if not m:
-            raise ValueError(f"unrecognized split format: {part!r}")
+            raise SplitError(f"Unrecognized instruction format: {part}")
         split = m.group("split")
         if split not in sizes:
-            raise ValueError(f'Unknown split "{split}". Should be one of {list(sizes)}.')
+            raise SplitError(f'Unknown split "{split}". Should be one of {list(sizes)}.')
         n = sizes[split]
         lo, hi = m.group("from"), m.group("to")
         lo, hi = (None if x is None else int(x) for x in (lo, hi))
         if m.group("from_pct") or m.group("to_pct"):
             rounding = m.group("rounding") or "closest"
+            if any(b is not None and abs(b) > 100 for b in (lo, hi)):  # 🤗's check: "train[:101%]" is refused
+                raise SplitError("Percent slice boundaries must be > -100 and < 100.")
+            if roundings and rounding not in roundings:
+                raise SplitError(
+                    "It is forbidden to sum ReadInstruction instances with different rounding values."
+                )
+            roundings.add(rounding)
             lo = 0 if lo is None else _pct_to_abs(lo, n, rounding)
             hi = n if hi is None else _pct_to_abs(hi, n, rounding)
         elif m.group("rounding"):
-            raise ValueError("rounding applies to percent slices only")
+            raise SplitError("It is forbidden to specify rounding if not using percent slicing.")
         lo = 0 if lo is None else (max(n + lo, 0) if lo < 0 else lo)
         hi = n if hi is None else (max(n + hi, 0) if hi < 0 else hi)
         out.append((split, min(lo, n), min(hi, n)))
@@ -289,9 +315,9 @@ def _pct_to_abs(boundary: int, n: int, rounding: str) -> int:
         return round(boundary * n / 100.0)  # Python's round, as 🤗 (halves to even)
     if rounding == "pct1_dropremainder":
         if n < 100:
-            raise ValueError("pct1_dropremainder rounding needs a split of at least 100 records")
+            raise SplitError("pct1_dropremainder rounding needs a split of at least 100 records")
         return boundary * math.trunc(n / 100.0)
-    raise ValueError(f"rounding must be 'closest' or 'pct1_dropremainder', not {rounding!r}")
+    raise SplitError("rounding must be either closest or pct1_dropremainder")
 
 
 def _select_split(
@@ -302,7 +328,7 @@ def _select_split(
         bad = [p for p in names if p not in files]
         if bad:
             detail = "slices are not available with streaming=True" if any("[" in p for p in bad) else ""
-            raise ValueError(f"Bad split: {spec}. Available splits: {list(files)}. {detail}".strip())
+            raise SplitError(f"Bad split: {spec}. Available splits: {list(files)}. {detail}".strip())
         return stream([f for p in names for f in files[p]])
     needed = {m.group("split") for p in re.split(r"\s*\+\s*", spec.strip()) if (m := _SPLIT_SPEC.match(p))}
     datasets = {s: make(files[s]) for s in files if s in needed}
@@ -335,6 +361,11 @@ def load_dataset(
     split: str | Sequence[str] | None = None,
     streaming: bool = False,
     *,
+    cache_dir: PathLike | None = None,
+    features: Mapping[str, Any] | None = None,
+    keep_in_memory: bool | None = None,
+    num_proc: int | None = None,
+    fill_missing: bool = False,
     index_dir: PathLike | None = None,
     workers: int | None = None,
     storage_options: dict | None = None,
@@ -347,9 +378,22 @@ def load_dataset(
         path: ``"json"``, a directory, a file or a glob.
         name: 🤗's configuration name; the JSON builder has only ``"default"``.
         data_dir: where relative ``data_files`` live (``path="json"``), or a sub-folder of ``path``.
-        data_files: a file or glob, a list of them, or ``{split: files}``.
+        data_files: a file or glob, a list of them, or ``{split: files}``. A file listed twice is read
+            twice, as in 🤗.
         split: ``None`` (a dict of every split), a split spec such as ``"train[:10%]"``, or a list of specs.
         streaming: return :class:`~sjsonl.streaming.JSONLStream` objects (no index) instead of datasets.
+        cache_dir: 🤗's cache directory; here, where the indexes (and schema caches) are kept — the same as
+            ``index_dir``.
+        features: 🤗 ``Features`` (or any mapping of column names): records come back with exactly those
+            columns, in that order, missing ones ``None``, scalar ``Value`` types cast (``1`` → ``1.0`` for a
+            float feature); a record with another key raises :class:`~sjsonl.conform.FeaturesMismatchError`
+            (🤗 refuses such data too). See :mod:`sjsonl.conform`.
+        keep_in_memory: ``None``/``False`` (the data stay on disk, read in place — what sjsonl always
+            does); ``True`` is refused: copying records into memory is ``list(ds)``.
+        num_proc: 🤗's worker count; here, the workers building indexes (same as ``workers``).
+        fill_missing: give every record every column of its split (``None`` where the key is missing), as
+            🤗's Arrow tables do; the columns come from all rows (:func:`sjsonl.schema.infer_schema`, cached
+            with the index). By default a record is exactly its line's JSON.
         index_dir: where to keep the indexes (as :class:`~sjsonl.dataset.JSONLDataset`).
         workers: threads for building indexes.
         storage_options: passed to fsspec for URLs in ``data_files`` (``s3://bucket/train.jsonl`` …), which
@@ -360,28 +404,51 @@ def load_dataset(
             to code that checks, and must not need to know about such checks.
 
     Raises:
-        TypeError: for any other keyword argument (sjsonl never ignores one silently).
-        FileNotFoundError: when no data files match.
-        ValueError: for an unknown split or configuration name.
+        UnsupportedArgumentError: (a ``TypeError``) for any other keyword argument, ``field=`` (rows of a
+            JSON *document*: use ``datasets.load_dataset`` or :func:`sjsonl.mindspore.load_dataset`),
+            ``keep_in_memory=True``, or ``features``/``fill_missing`` with ``streaming=True``.
+        DataFileNotFoundError: (a ``FileNotFoundError``) when no data files match; a Hub dataset name
+            gets a hint.
+        SplitError: (a ``ValueError``) for an unknown split or a split spec 🤗 refuses.
 
     Example:
         >>> import os, tempfile
         >>> f = os.path.join(tempfile.mkdtemp(), "data.jsonl")
-        >>> _ = open(f, "w").write('{"a": 1}\\n{"a": 2}\\n')
+        >>> _ = open(f, "w").write('{"a": 1}\\n{"a": 2, "b": true}\\n')
         >>> load_dataset(f, split="train")[-1], load_dataset(f)["train"][0]
-        ({'a': 2}, {'a': 1})
+        ({'a': 2, 'b': True}, {'a': 1})
+        >>> load_dataset(f, split="train", fill_missing=True)[0]        # 🤗's shape: every column
+        {'a': 1, 'b': None}
         >>> load_dataset(f, trust_remote_code=True)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        TypeError: sjsonl.load_dataset got unsupported keyword argument(s) trust_remote_code: ...
+        sjsonl.errors.UnsupportedArgumentError: sjsonl.load_dataset got unsupported keyword argument(s) ...
     """
-    if kwargs:
-        raise TypeError(
-            f"sjsonl.load_dataset got unsupported keyword argument(s) {', '.join(sorted(kwargs))}: it reads "
-            "JSON Lines in place; use sjsonl.mindspore.load_dataset or datasets.load_dataset for 🤗's options"
+    refused = sorted(kwargs)
+    if keep_in_memory:
+        refused.append("keep_in_memory=True (sjsonl reads in place; list(ds) copies the records)")
+    if streaming and (features is not None or fill_missing):
+        refused.append("features/fill_missing with streaming=True")
+    if refused:
+        hint = ""
+        if "field" in kwargs:
+            hint = (
+                "; field= selects rows of a JSON document, which is not JSON Lines: use "
+                "datasets.load_dataset or sjsonl.mindspore.load_dataset (it hands field= to 🤗)"
+            )
+        raise UnsupportedArgumentError(
+            f"sjsonl.load_dataset got unsupported keyword argument(s) {', '.join(refused)}: it reads JSON "
+            "Lines in place; use sjsonl.mindspore.load_dataset or datasets.load_dataset for 🤗's options"
+            + hint
         )
     if name not in (None, "default"):
-        raise ValueError(f"BuilderConfig {name!r} not found: the JSON Lines loader has only 'default'")
+        raise InvalidArgumentError(
+            f"BuilderConfig {name!r} not found: the JSON Lines loader has only 'default'"
+        )
+    if cache_dir is not None and index_dir is not None and os.fspath(cache_dir) != os.fspath(index_dir):
+        raise InvalidArgumentError("cache_dir and index_dir name the same thing here; give one")
+    index_dir = index_dir if index_dir is not None else cache_dir
+    workers = workers if workers is not None else num_proc
     files = resolve_data_files(path, data_dir, data_files)
 
     if as_hf is None:
@@ -390,7 +457,21 @@ def load_dataset(
         as_hf = importlib.util.find_spec("datasets") is not None
 
     def make(paths: list[str]) -> JSONLDataset:
-        ds = JSONLDataset(paths, index_dir=index_dir, workers=workers, storage_options=storage_options)
+        def open_(transform: Any = None) -> JSONLDataset:
+            return JSONLDataset(
+                paths,
+                index_dir=index_dir,
+                workers=workers,
+                storage_options=storage_options,
+                transform=transform,
+            )
+
+        ds = open_()
+        # conform_rows is a function of one record: the per-record transform= (with_transform takes batches)
+        if features is not None:
+            ds = open_(conform_rows(features=features))
+        elif fill_missing:
+            ds = open_(conform_rows(schema=infer_schema(ds, workers=workers)))
         return _typed(ds) if as_hf else ds
 
     def stream(paths: list[str]) -> JSONLStream:

@@ -58,6 +58,7 @@ import numpy as np
 import orjson
 
 from ._progress import Progress
+from .errors import ColumnNotFoundError
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
 CACHE_VERSION = 1
@@ -231,7 +232,7 @@ class RecordSchema:
 
     def __getitem__(self, name: str) -> ColumnType:
         if name not in self._sigs:
-            raise KeyError(f"no column {name!r}; the columns are {self.column_names}")
+            raise ColumnNotFoundError(f"no column {name!r}; the columns are {self.column_names}")
         return _column_type(self._sigs[name], self._present.get(name, 0) < self._objects)
 
     def __contains__(self, name: object) -> bool:

@@ -51,7 +51,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import require
+from ..errors import UnsupportedArgumentError, require
 from ..loading import is_jsonl_source
 from ..loading import load_dataset as load_jsonl
 from .adapters import DEFAULT_INFER_ROWS, to_generator_dataset
@@ -143,7 +143,7 @@ def load_dataset(
     document = "field" in hf_extra  # rows under a key of a JSON document: 🤗's JSON builder reads those
     if is_jsonl_source(path, data_dir, data_files) and not document:
         if hf_extra:
-            raise TypeError(
+            raise UnsupportedArgumentError(
                 f"unsupported keyword argument(s) for JSON Lines data: {', '.join(sorted(hf_extra))}. sjsonl "
                 "reads JSON Lines in place; for 🤗 JSON builder options call datasets.load_dataset(...) and "
                 "pass the result to sjsonl.mindspore.to_generator_dataset"

@@ -187,7 +187,7 @@ def stat_data_file(path: str) -> os.stat_result:
         >>> stat_data_file("/no/such/file.jsonl")
         Traceback (most recent call last):
         ...
-        sjsonl.errors.DataFileError: no such data file: /no/such/file.jsonl
+        sjsonl.errors.DataFileNotFoundError: no such data file: /no/such/file.jsonl
     """
     try:
         st = os.stat(path)

@@ -1,0 +1,103 @@
+"""Rows as 🤗 ``datasets`` gives them: every column in every row (``None`` where a key is missing), in a fixed
+order, with 🤗 ``features`` types applied — a transform for :meth:`JSONLDataset.with_transform`.
+
+🤗 stores a JSON Lines file as an Arrow table, so each row has every column of the file. sjsonl returns by
+default exactly what ``json.loads`` gives for the line (a missing key stays missing); :func:`conform_rows`
+makes the 🤗 shape on request: with ``features`` (🤗's contract: those columns, in that order, cast) or with a
+:class:`~sjsonl.schema.RecordSchema` (the columns of every row, as :func:`sjsonl.schema.infer_schema` finds
+them in all rows).
+
+Example:
+    >>> from sjsonl.schema import schema_of_records
+    >>> rows = [{"a": 1}, {"b": "x", "a": 2}]
+    >>> fill = conform_rows(schema=schema_of_records(rows))
+    >>> [fill(r) for r in rows]
+    [{'a': 1, 'b': None}, {'a': 2, 'b': 'x'}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import SJSONLError
+
+
+class FeaturesMismatchError(SJSONLError, ValueError):
+    """A record has a key the given ``features`` do not list (🤗 refuses such data too).
+
+    Example:
+        >>> try:
+        ...     conform_rows(features={"a": None})({"a": 1, "b": 2})
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__, exc)
+        FeaturesMismatchError a record has column(s) ['b'] that features do not list (they list ['a'])
+    """
+
+
+def _caster(feature: Any) -> Any:
+    """A function casting a JSON value as 🤗's Arrow cast would, for scalar ``Value`` features; else None."""
+    if type(feature).__name__ != "Value":
+        return None
+    dtype = str(feature.dtype)
+    if dtype.startswith(("float", "double", "half")):
+        return lambda v: float(v) if type(v) in (int, float) else v
+    if dtype.startswith(("int", "uint")):
+        return lambda v: int(v) if type(v) is bool else v
+    if dtype in ("string", "large_string"):
+        return lambda v: (
+            ("true" if v else "false") if type(v) is bool else str(v) if type(v) in (int, float) else v
+        )
+    return None
+
+
+def _to_string(v: Any) -> Any:
+    if type(v) is bool:  # Arrow's bool -> string cast
+        return "true" if v else "false"
+    return str(v) if type(v) in (int, float) else v
+
+
+class Conform:
+    """The row transform :func:`conform_rows` builds (picklable: it travels to DataLoader workers)."""
+
+    def __init__(self, columns: Sequence[str], casts: Mapping[str, Any] | None, strict: bool) -> None:
+        self.columns, self.strict = list(columns), strict
+        self._known = frozenset(self.columns)
+        self._features = casts  # 🤗 features (rebuilt into casters in each process)
+        self._casts = {k: c for k, f in (casts or {}).items() if (c := _caster(f)) is not None}
+
+    def __reduce__(self):
+        return (Conform, (self.columns, self._features, self.strict))
+
+    def __call__(self, row: Any) -> Any:
+        if type(row) is not dict:
+            return row
+        if self.strict and not self._known.issuperset(row):
+            extra = [k for k in row if k not in self._known]
+            raise FeaturesMismatchError(
+                f"a record has column(s) {extra} that features do not list (they list {self.columns})"
+            )
+        out = {k: row.get(k) for k in self.columns}
+        for k, cast in self._casts.items():
+            if out[k] is not None:
+                out[k] = cast(out[k])
+        if not self.strict and len(row) > len(out):  # keys beyond the schema's (none for a full schema)
+            out.update((k, v) for k, v in row.items() if k not in out)
+        return out
+
+
+def conform_rows(features: Mapping[str, Any] | None = None, schema: Any = None) -> Conform:
+    """A transform giving each record 🤗's shape: the ``features``' columns (in order, scalar ``Value`` types
+    cast, other keys refused) or the ``schema``'s columns (missing ones ``None``).
+
+    Example:
+        >>> import datasets
+        >>> f = datasets.Features({"x": datasets.Value("float64"), "y": datasets.Value("string")})
+        >>> conform_rows(features=f)({"x": 1})
+        {'x': 1.0, 'y': None}
+    """
+    if features is not None:
+        return Conform(list(features), features, strict=True)
+    if schema is None:
+        raise ValueError("give features or a schema")
+    return Conform(schema.column_names, None, strict=False)
