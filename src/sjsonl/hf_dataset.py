@@ -41,6 +41,11 @@ class HFDataset(JSONLDataset, datasets.Dataset):
             "feature is not available on it; sjsonl.hf.to_hf(ds) makes an Arrow copy that has it"
         )
 
+    @property
+    def cache_files(self) -> list[dict[str, str]]:  # type: ignore[override]
+        """No Arrow cache files: the records are read from the data files in place."""
+        return []
+
     def __del__(self) -> None:  # 🤗's closes Arrow tables; there are none
         pass
 
