@@ -32,8 +32,13 @@ class SJSONLError(Exception):
         DataFileNotFoundError no such data file: /no/such/data.jsonl
     """
 
+    def __init__(self, *args: object, message: str | None = None) -> None:
+        # message=: how MindSpore's DataLoader rebuilds a worker's error in the parent (exc_type(message=…));
+        # torch's calls exc_type(text). Both keep the type when the class accepts them.
+        super().__init__(*((message,) if message is not None else args))
+
     def __str__(self) -> str:
-        text = super().__str__()
+        text = str(self.args[0]) if len(self.args) == 1 else super().__str__()
         # A worker's error re-raised in the parent (torch's DataLoader, MindSpore) is rebuilt from one string
         # holding the worker's traceback: its line breaks are the traceback's, kept so it stays readable.
         return text if _TRACEBACK in text else one_line(text)
@@ -213,12 +218,16 @@ class RecordDecodeError(SJSONLError, ValueError):
 
     def __init__(
         self,
-        path: str,
+        path: str = "",
         line: int | None = None,
         offset: int | None = None,
         excerpt: str | None = None,
         reason: str | None = None,
+        *,
+        message: str | None = None,
     ) -> None:
+        if message is not None:  # rebuilt from one string in a parent process (see SJSONLError)
+            path, line = message, None
         self.path, self.line, self.offset, self.excerpt, self.reason = path, line, offset, excerpt, reason
         if line is None:
             # One string: how torch's DataLoader and MindSpore rebuild a worker's error in the parent
