@@ -183,8 +183,8 @@ def test_index_files_beside_the_data_are_never_data(tmp_path, monkeypatch):
         (tmp_path / f"{split}.jsonl").write_text('{"a": 1}\n{"a": 2}\n')
     first = load_dataset(str(tmp_path))
     assert {s: len(d) for s, d in first.items()} == {"train": 2, "test": 2}
-    assert (tmp_path / "train.index.npy").exists() and (tmp_path / "train.index.meta.json").exists()
-    second = load_dataset(str(tmp_path))  # now the folder also holds .npy and .meta.json files
+    assert (tmp_path / "train.index.npy").exists()  # its metadata is a trailer inside it (no .meta.json)
+    second = load_dataset(str(tmp_path))  # now the folder also holds .index.npy files
     assert {s: list(d) for s, d in second.items()} == {
         "train": [{"a": 1}, {"a": 2}],
         "test": [{"a": 1}, {"a": 2}],

@@ -3,11 +3,12 @@
 MindSpore 2.x with numpy 2 accepts only numpy arrays from a ``GeneratorDataset`` source (a plain ``str`` or
 ``int`` — even a numpy scalar — fails with "Unable to avoid copy"), and nothing of dtype ``object``, so
 lists of objects, ragged lists and nulls cannot go through as they are (MindNLP issue #1795). A
-:class:`Schema` fixes each column's name, order and representation once, from a sample of the rows (every
-row of small data; see :func:`infer_schema`) or from 🤗 ``features``, and converts every row by it:
+:class:`Schema` fixes each column's name, order and representation once, from every row (the cached
+:func:`sjsonl.schema.infer_schema` of a dataset; a sample only when asked) or from 🤗 ``features``, and
+converts every row by it:
 
 =====================================================  ====================================  ===============
-JSON values of the column (over the sampled rows)      numpy value in each row               null / missing
+JSON values of the column (over the rows looked at)      numpy value in each row               null / missing
 =====================================================  ====================================  ===============
 strings                                                0-d unicode array (``<U``)            ``""``
 integers (all within int64)                            0-d ``int64``                         ``0``
@@ -23,7 +24,7 @@ null or ``[]``
 
 Rows that are not JSON objects (a JSON array per line, say) become one column, ``value``, converted by the
 same table (an array of message objects → its JSON text); so does an empty dataset (no rows to name
-columns). Columns appear in the order their keys first appear in the sample. With 🤗 ``features``, the
+columns). Columns appear in the order their keys first appear. With 🤗 ``features``, the
 columns are exactly the features' keys in their order; ``Value`` and ``ClassLabel`` features fix the dtype
 (string → ``<U``, any int → int64, any float → float64, bool → bool); other features are inferred from the
 data as above.
@@ -31,8 +32,9 @@ data as above.
 Fine print: strings travel as numpy unicode, which cannot end in NUL (numpy drops trailing ``"\\0"``), and
 MindSpore cannot carry lone surrogates (``"\\ud800"``, valid in JSON), which become U+FFFD. The JSON-text
 representation has neither limit. Fills cannot be told apart from real ``0`` / ``""`` / ``False``. A value
-that does not fit its column's inferred representation — possible only for rows outside the sample — raises
-:class:`SchemaMismatchError` naming the column; infer from every row (``infer_rows=None``) to rule that out.
+that does not fit its column's inferred representation — possible only for rows outside a sample
+(``infer_rows=N``) or against given ``features`` — raises :class:`SchemaMismatchError` naming the column; the
+default, every row, rules that out.
 
 Example:
     >>> schema = infer_schema([{"q": "a", "n": 1, "tags": ["x"]}, {"q": "b", "n": 2.5, "msgs": [{"r": 1}]}])
@@ -230,7 +232,7 @@ class Schema:
 
         def mismatch(value: Any) -> SchemaMismatchError:
             return SchemaMismatchError(
-                f"column {c.name!r} holds {c.describe()} (inferred from the sampled rows), but a row has "
+                f"column {c.name!r} holds {c.describe()} (from the rows the schema saw), but a row has "
                 f"{_short(value)}; infer the schema from every row (infer_rows=None) or pass features"
             )
 
