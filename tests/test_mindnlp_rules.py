@@ -142,6 +142,16 @@ def test_a_late_float_does_not_break_the_epoch(tmp_path: Path) -> None:
     assert len(xs) == 3000 and xs[2501] == 0.25 and xs[2500] == 2500.0
 
 
+def test_transformed_datasets_are_typed_from_their_own_rows(tmp_path: Path) -> None:
+    from sjsonl.mindspore import to_generator_dataset
+
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(f'{{"i": {k}}}\n' for k in range(5)))
+    ds = JSONLDataset(path, transform=lambda r: {"i": r["i"], "half": r["i"] / 2})
+    rows = list(to_generator_dataset(ds).create_dict_iterator(output_numpy=True, num_epochs=1))
+    assert [float(r["half"]) for r in rows] == [0.0, 0.5, 1.0, 1.5, 2.0]
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 def test_more_shards_than_rows(tmp_path: Path, streaming: bool) -> None:
     path = tmp_path / "d.jsonl"

@@ -77,6 +77,12 @@ def _sample_rows(data: Any, map_style: bool, infer_rows: int) -> list[Any]:
     return [data[int(i)] for i in positions]
 
 
+def _reads_file_records(ds: JSONLDataset) -> bool:
+    # The cached file schema describes the records as stored; a dataset with a transform (map, column
+    # operations, features) or a projection yields other records, which are then typed by one pass over them.
+    return getattr(ds, "_transform", None) is None and getattr(ds, "_decode", None) is None
+
+
 def make_schema(
     data: Any, features: Mapping[str, Any] | None = None, infer_rows: int | None = DEFAULT_INFER_ROWS
 ) -> Schema:
@@ -95,8 +101,8 @@ def make_schema(
         features = getattr(data, "features", None)
     if infer_rows is not None:
         rows: Any = _sample_rows(data, _is_map_style(data), infer_rows)
-    elif isinstance(data, JSONLDataset):
-        rows = infer_record_schema(data)
+    elif isinstance(data, JSONLDataset) and _reads_file_records(data):
+        rows = infer_record_schema(data)  # every row of its files, computed once and cached with the index
     elif kind is not None:
         # 🤗 data: Arrow already gives every row the features' types, so a sample only fills in what the
         # features leave open; a Hub stream without features may be unbounded, so it is sampled too.
