@@ -110,12 +110,12 @@ class IndexedFile:
             workers=workers,
             progress=progress,
         )
-        self.offsets: np.ndarray = loaded.offsets
+        self._offsets: np.ndarray | None = loaded.offsets
         self.index_path = loaded.path
         self.checksum = loaded.checksum
         self.stamp = loaded.stamp
         self.end = loaded.stamp.size  # bytes past this were not indexed (e.g. appended since)
-        self.n = len(self.offsets)
+        self.n = len(loaded.offsets)
         self._hot: tuple[Any, memoryview, int, int] | None = None
 
     @property
@@ -278,25 +278,32 @@ class IndexedFile:
                 out[k] = rec
         return out
 
+    @property
+    def offsets(self) -> np.ndarray:
+        """Record start offsets (in a copy from another process: mapped from the index file on first use,
+        after checking it is the very index the original used)."""
+        offsets = self._offsets
+        if offsets is None:
+            offsets = self._offsets = self._load_pickled_index()
+        return offsets
+
+    def _load_pickled_index(self) -> np.ndarray:
+        assert self.index_path is not None
+        try:
+            found = read_index(self.index_path)
+        except (OSError, IndexFileError) as exc:
+            raise StaleDataError(f"index of {self.path} is gone or unusable in this process: {exc}") from None
+        meta = found.meta
+        if meta.stamp != self.stamp or meta.records != self.n or meta.checksum != self.checksum:
+            raise StaleDataError(
+                f"index {self.index_path} was rebuilt after this dataset was pickled (the data changed); "
+                "reopen the dataset"
+            )
+        return found.offsets
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_hot"] = None
         if self.index_path is not None:
-            state["offsets"] = None  # the receiving process maps the index file itself
+            state["_offsets"] = None  # the receiving process maps the index file itself, on first use
         return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if self.offsets is None:  # the same index file, or a clear error: never other offsets
-            try:
-                found = read_index(self.index_path)
-            except (OSError, IndexFileError) as exc:
-                why = f"index of {self.path} is gone or unusable in this process: {exc}"
-                raise StaleDataError(why) from None
-            meta = found.meta
-            if meta.stamp != self.stamp or meta.records != self.n or meta.checksum != self.checksum:
-                raise StaleDataError(
-                    f"index {self.index_path} was rebuilt after this dataset was pickled (the data changed); "
-                    "reopen the dataset"
-                )
-            self.offsets = found.offsets

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._progress import Progress
-from ..errors import IndexFileError, SJSONLError, StaleIndexError
+from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
 from ..storage import DataStamp, LocalFile, Storage, is_url
 from .scan import CHUNK_BYTES, DataChangedWhileScanning, scan_file, scan_stream
 from .store import (
@@ -68,14 +68,20 @@ def build_offsets(
     """
     for _attempt in range(3):
         before = storage.stamp(fingerprint=False)
+        storage.pin(before)  # reads during the scan fail if the bytes change (no fingerprint: any change)
         try:
             offsets, size = _scan(storage, before, workers, progress)
-        except DataChangedWhileScanning:
+        except (DataChangedWhileScanning, StaleDataError):
+            reset = getattr(storage, "reset_handles", None)
+            if reset is not None:  # a decompressor's seek points describe the bytes it saw: start over
+                reset()
             continue
         after = storage.stamp()
         unchanged = before.describe_change(after, content=False) is None
         if unchanged and (before.stored_size is not None or size == before.size):
-            return offsets, replace(after, size=size)
+            final = replace(after, size=size)
+            storage.pin(final)
+            return offsets, final
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
 
 

@@ -109,6 +109,11 @@ class _PerProcessHandle:
         s = self.source.stamp(fingerprint=fingerprint)
         return DataStamp(-1, s.mtime_ns, s.fingerprint, stored_size=s.size, etag=s.etag)
 
+    def reset_handles(self) -> None:
+        """Forget this process's decompressor (and what it learnt of the bytes), keeping the pinned file:
+        after a scan that saw the file change, the next pass starts clean."""
+        self._state = None
+
     def refresh(self) -> None:
         """Forget handles and sizes: the next read sees the file as it is now."""
         self._state = None
@@ -147,6 +152,7 @@ class GzipFile(_PerProcessHandle):
         self._size: int | None = None  # decompressed size, once known
         self._seek_file: str | None = None  # seek points saved beside the index
         self._seek_tag: tuple[dict, int] | None = None  # ... valid for this stamp and index only
+        self._seek_size: int | None = None  # the decompressed size the index vouches for
 
     @property
     def size(self) -> int:
@@ -154,10 +160,13 @@ class GzipFile(_PerProcessHandle):
             lock, handle = self._handle()
             if handle is None:
                 return 0
-            with lock:
-                handle.build_full_index()
-                handle.raw.seek(0, os.SEEK_END)
-                self._size = handle.raw.tell()
+            try:
+                with lock:
+                    handle.build_full_index()
+                    handle.raw.seek(0, os.SEEK_END)
+                    self._size = handle.raw.tell()
+            except (OSError, ValueError) as exc:
+                raise self._failed(exc) from None
         return self._size
 
     def _new_handle(self) -> Any:
@@ -168,8 +177,9 @@ class GzipFile(_PerProcessHandle):
         )
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
-        if not self.source.stamp(fingerprint=False).size:
-            return None  # an empty file: no gzip stream to open
+        pinned = getattr(self.source, "pinned", None)
+        if not (pinned.stored if pinned is not None else self.source.stamp(fingerprint=False).size):
+            return None  # an empty file: no gzip stream to open (the size pinned, not the size now)
         handle = self._new_handle()
         points = self._inherited_points(inherited) if inherited is not None else None
         if points is None and self._seek_file is not None:
@@ -199,11 +209,23 @@ class GzipFile(_PerProcessHandle):
         if end <= start:
             return b""
         try:
-            lock, handle = self._handle()
-            if handle is None:
-                return b""
-            with lock:
-                return handle.raw.pread(end - start, start)
+            for attempt in range(2):
+                lock, handle = self._handle()
+                if handle is None:
+                    return b""
+                with lock:
+                    data = handle.raw.pread(end - start, start)
+                if len(data) == end - start or self._size is None or start + len(data) >= self._size:
+                    return data
+                # Short of a size the index vouches for: zran's state went bad (a read of ours failed
+                # inside it while the file changed). Check the file, then retry once with a new handle.
+                check = getattr(self.source, "check_unchanged", None)
+                if check is not None:
+                    check()
+                if attempt == 0:
+                    self.reset_handles()
+                    self._size = self._seek_size
+            raise DataFileError(errno.EIO, f"cannot decompress {self.path}: it ends before byte {end}")
         except (OSError, ValueError) as exc:  # zran errors: not gzip, corrupt or truncated data
             raise self._failed(exc) from None
 
@@ -213,11 +235,14 @@ class GzipFile(_PerProcessHandle):
         for data in super().chunks(chunk_bytes):
             pos += len(data)
             yield data
-        self._size = pos
+        self._size = self._seek_size = pos
         lock, handle = self._handle()
         if handle is not None and pos:
-            with lock:  # zran adds points up to where reads start; a seek to the end covers the rest
-                handle.raw.seek(pos - 1)
+            try:
+                with lock:  # zran adds points up to where reads start; a seek to the end covers the rest
+                    handle.raw.seek(pos - 1)
+            except (OSError, ValueError) as exc:
+                raise self._failed(exc) from None
             self._check_trailer(pos)
 
     def _check_trailer(self, size: int) -> None:
@@ -250,7 +275,7 @@ class GzipFile(_PerProcessHandle):
         """Use the seek points in ``path`` (if they were saved for ``stamp`` and this index) when a
         handle is opened."""
         self._seek_file, self._seek_tag = path, (stamp.to_dict(), index_checksum)
-        self._size = stamp.size
+        self._size = self._seek_size = stamp.size
 
     def _load_seek_file(self) -> bytes | None:
         """The saved points, or ``None`` when they are missing or not provably these data's: any
@@ -272,6 +297,10 @@ class GzipFile(_PerProcessHandle):
             return points if zlib.crc32(points) == tag["crc32"] else None
         except (ValueError, KeyError, TypeError, RecursionError, zlib.error):
             return None
+
+    def reset_handles(self) -> None:
+        super().reset_handles()
+        self._size = None
 
     def refresh(self) -> None:
         super().refresh()
@@ -338,6 +367,9 @@ class SeekableZstdFile(_PerProcessHandle):
                 return handle.read(end - start)
         except (OSError, ValueError, self._zstd.ZstdError) as exc:
             raise self._failed(exc) from None
+
+    def reset_handles(self) -> None:
+        self.__init__(self.source)  # type: ignore[misc]  # re-read the seek table too
 
     def refresh(self) -> None:
         super().refresh()

@@ -154,12 +154,11 @@ class LocalFile:
         if st.st_size == pinned.stored and st.st_mtime_ns == pinned.mtime_ns:
             self._accepted = (st.st_size, st.st_mtime_ns)
             return
-        if pinned.fingerprint:
-            reader = lambda ranges: [os.pread(fd, hi - lo, lo) for lo, hi in ranges]  # noqa: E731
-            if fingerprint_of(reader, pinned.stored) != pinned.fingerprint:
-                raise self._stale("rewritten (the indexed bytes differ)")
-        elif st.st_size == pinned.stored:
-            raise self._stale("modified (mtime changed)")
+        if not pinned.fingerprint:  # pinned for a scan, before the bytes were hashed: any change counts
+            raise self._stale("modified while it was read")
+        reader = lambda ranges: [os.pread(fd, hi - lo, lo) for lo, hi in ranges]  # noqa: E731
+        if fingerprint_of(reader, pinned.stored) != pinned.fingerprint:
+            raise self._stale("rewritten (the indexed bytes differ)")
         self._accepted = (st.st_size, st.st_mtime_ns)  # appended to: the indexed records are intact
 
     def _stale(self, why: str) -> StaleDataError:
@@ -315,8 +314,11 @@ class PinnedReader:
         self.name = source.path
 
     def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = max(0, self.source.size - self.pos)
+        pinned = self.source.pinned
+        end = pinned.stored if pinned is not None else self.source.size  # bytes appended are not ours
+        n = end - self.pos if n is None or n < 0 else min(n, end - self.pos)
+        if n <= 0:
+            return b""
         data = self.source.read(self.pos, self.pos + n)
         self.pos += len(data)
         return data
@@ -327,7 +329,9 @@ class PinnedReader:
         return len(data)
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: self.source.size}[whence]
+        pinned = self.source.pinned
+        size = pinned.stored if pinned is not None else self.source.size
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: size}[whence]
         self.pos = max(0, base + offset)
         return self.pos
 
