@@ -23,7 +23,7 @@ import orjson
 sys.path.insert(0, os.path.dirname(__file__))
 from common import corpus, markdown_table, median_seconds
 from sjsonl import JSONLDataset, JSONLIndexer
-from sjsonl.index.scan import CHUNK_BYTES, _ChunkScanner, offset_dtype
+from sjsonl.index.scan import CHUNK_BYTES, _buffer_load, _buffer_peek, _ChunkScanner, offset_dtype
 
 
 def wc_l(path) -> None:
@@ -44,7 +44,7 @@ def _scan_in_process(args):
     path, lo, hi, size = args
     with open(path, "rb") as f:
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    return _ChunkScanner(mm, size, offset_dtype(size), CHUNK_BYTES)((lo, hi))
+    return _ChunkScanner(_buffer_peek(mm), size, offset_dtype(size), CHUNK_BYTES, _buffer_load(mm))((lo, hi))
 
 
 def process_indexer(path, pool: ProcessPoolExecutor) -> np.ndarray:

@@ -95,3 +95,18 @@ def test_truncation_during_the_index_build_never_crashes(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0 and out.stdout.startswith("survived"), (out.returncode, out.stderr[-2000:])
+
+
+def test_a_seekable_zstd_cut_short_is_not_called_a_plain_file(tmp_path):
+    from sjsonl.storage.compressed import to_seekable_zstd
+
+    src = tmp_path / "d.jsonl"
+    src.write_bytes(b"".join(b'{"i": %d}\n' % i for i in range(20_000)))
+    full = tmp_path / "d.jsonl.zst"
+    to_seekable_zstd(src, full, frame_bytes=16 << 10)
+    assert JSONLDataset(full)[19_999] == {"i": 19_999}
+    cut = tmp_path / "cut.jsonl.zst"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size * 2 // 3])  # a partial copy
+    with pytest.raises(DataFileError, match="cut short") as err:
+        JSONLDataset(cut)
+    assert "\n" not in str(err.value)

@@ -44,8 +44,9 @@ ZSTD_FRAME_BYTES = 256 << 10
 _SEEK_MAGIC = b"sjsonl-seekpoints 2\n"
 
 NOT_SEEKABLE = (
-    "{path} is a plain zstd file: its records cannot be reached without decompressing everything before "
-    "them, so sjsonl reads zstd only in the seekable format (a seek table of independent frames). "
+    "{path} is not in the seekable zstd format (it has no seek table at its end): a plain zstd file, or a "
+    "seekable one cut short (a partial copy — then copy it again). A plain file's records cannot be reached "
+    "without decompressing everything before them, so sjsonl reads zstd only in the seekable format. "
     'Recompress it once, e.g. python -c "from sjsonl.storage.compressed import to_seekable_zstd; '
     "to_seekable_zstd('{path}', 'seekable.jsonl.zst')\" (pyzstd's SeekableZstdFile writer), or decompress "
     "it (zstd -d)."
