@@ -22,6 +22,7 @@ from typing import Any, Union
 import numpy as np
 
 from .decode import JSONDecodeError, Projection, fast_loads
+from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 from .source import IndexedFile
 from .transforms import columns as _columns
@@ -85,9 +86,9 @@ class JSONLDataset:
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
-            raise ValueError("JSONLDataset needs at least one file")
+            raise InvalidArgumentError("JSONLDataset needs at least one file")
         if index_path is not None and len(paths) != 1:
-            raise ValueError("index_path names one index; it cannot serve several files")
+            raise InvalidArgumentError("index_path names one index; it cannot serve several files")
         self._files = [
             IndexedFile(
                 p,
@@ -156,7 +157,7 @@ class JSONLDataset:
             if i < 0:
                 i += n
             if i >= n or i < 0:
-                raise IndexError(f"record {int(key)} out of range for a dataset of {n} records")
+                raise RecordIndexError(f"record {int(key)} out of range for a dataset of {n} records")
             if self._plain:  # the hot path: one file, no view, no transform; record() inlined
                 hot = self._hot
                 if hot is None:
@@ -180,12 +181,12 @@ class JSONLDataset:
             return self._records_at_positions(np.arange(*key.indices(self._len), dtype=np.int64))
         positions = np.asarray(key)
         if positions.ndim != 1 or (positions.size and positions.dtype.kind not in "iu"):
-            raise TypeError(f"dataset indices must be integers, slices or integer lists, not {key!r}")
+            raise ArgumentTypeError(f"dataset indices must be integers, slices or integer lists, not {key!r}")
         positions = positions.astype(np.int64)
         bad = (positions < -self._len) | (positions >= self._len)
         if bad.any():
             first = int(positions[bad][0])
-            raise IndexError(f"record {first} out of range for a dataset of {self._len} records")
+            raise RecordIndexError(f"record {first} out of range for a dataset of {self._len} records")
         return self._records_at_positions(np.where(positions < 0, positions + self._len, positions))
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
@@ -197,7 +198,7 @@ class JSONLDataset:
         n = self._len
         i = int(i) + (n if i < 0 else 0)
         if not 0 <= i < n:
-            raise IndexError(f"record {i} out of range for a dataset of {n} records")
+            raise RecordIndexError(f"record {i} out of range for a dataset of {n} records")
         base = i if self._order is None else self._order[i]
         f, j = self._locate(base)
         return f.raw(j)
@@ -255,7 +256,7 @@ class JSONLDataset:
         """A view of the records at ``indices`` (positions in this dataset), in that order."""
         sel = ArrayMap(indices)
         if len(sel) and (sel.indices.min() < 0 or sel.indices.max() >= self._len):
-            raise IndexError(f"select() indices must lie in [0, {self._len})")
+            raise RecordIndexError(f"select() indices must lie in [0, {self._len})")
         return self._view(ComposedMap(self._base_map(), sel))
 
     def skip(self, k: int) -> JSONLDataset:
@@ -271,7 +272,7 @@ class JSONLDataset:
         by at most one (the first ``len % num_shards`` shards get one more), or every ``num_shards``-th
         record from ``index`` when ``contiguous=False``."""
         if num_shards < 1 or not 0 <= index < num_shards:
-            raise ValueError(f"shard index {index} must lie in [0, {num_shards})")
+            raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
         if not contiguous:
             return self._view(RangeMap(self._base_map(), index, self._len, num_shards))
         div, mod = divmod(self._len, num_shards)

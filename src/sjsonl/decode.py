@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from .errors import ArgumentTypeError
+
 #: The fast parser, called directly on hot paths; on ``ValueError`` callers go through :func:`loads`.
 fast_loads = orjson.loads
 JSONDecodeError = orjson.JSONDecodeError
@@ -83,7 +85,7 @@ class Projection:
 
     def __init__(self, columns: list[str] | tuple[str, ...]) -> None:
         if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-            raise TypeError("columns must be a list of field names")
+            raise ArgumentTypeError("columns must be a list of field names")
         self.columns = tuple(dict.fromkeys(columns))
         self._decoder = None
         try:

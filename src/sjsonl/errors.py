@@ -136,7 +136,31 @@ class ColumnNotFoundError(SJSONLError, KeyError):
         return SJSONLError.__str__(self)
 
 
-class UnsupportedArgumentError(SJSONLError, TypeError):
+class ArgumentTypeError(SJSONLError, TypeError):
+    """An argument of a type sjsonl cannot use (e.g. float dataset indices).
+
+    Example:
+        >>> issubclass(ArgumentTypeError, TypeError), str(ArgumentTypeError("bad"))
+        (True, 'bad')
+    """
+
+
+class RecordIndexError(SJSONLError, IndexError):
+    """A record (or position) number out of range; the message says the valid range.
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("1\\n")
+        >>> JSONLDataset(path)[5]
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.RecordIndexError: record 5 out of range for a dataset of 1 records
+    """
+
+
+class UnsupportedArgumentError(ArgumentTypeError):
     """A keyword argument sjsonl cannot honour (it never ignores one silently).
 
     Example:

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .dataset import JSONLDataset
-from .errors import require
+from .errors import ArgumentTypeError, require
 from .streaming import JSONLStream
 
 #: Shards of a streamed JSONLDataset when ``num_shards`` is not given (capped at the record count).
@@ -130,7 +130,7 @@ def to_hf(
             _generate, features=features, gen_kwargs={"shards": shards}
         )
     if isinstance(ds, JSONLStream):
-        raise TypeError(
+        raise ArgumentTypeError(
             "a JSONLStream converts with streaming=True only; index it (JSONLDataset) for a Dataset"
         )
     return datasets.Dataset.from_generator(

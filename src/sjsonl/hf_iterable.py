@@ -41,6 +41,7 @@ import numpy as np
 from datasets.iterable_dataset import _BaseExamplesIterable
 
 from .dataset import JSONLDataset
+from .errors import InvalidArgumentError
 
 #: Virtual shards (slices of the order) when ``num_shards`` is not given, capped at the record count.
 DEFAULT_SHARDS = 64
@@ -88,7 +89,7 @@ class SJSONLExamplesIterable(_BaseExamplesIterable):
         return len(self.positions(len(self.view())))
 
     def _init_state_dict(self) -> dict:
-        self._state_dict = {"position": 0, "type": type(self).__name__}
+        self._state_dict: dict[str, Any] = {"position": 0, "type": type(self).__name__}
         return self._state_dict
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
@@ -164,7 +165,7 @@ class JSONLIterableDataset(datasets.IterableDataset):
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> JSONLIterableDataset:  # type: ignore[override]
         """Shard ``index`` of ``num_shards`` of every epoch's records (as 🤗 ``Dataset.shard``)."""
         if num_shards < 1 or not 0 <= index < num_shards:
-            raise ValueError(f"shard index {index} must lie in [0, {num_shards})")
+            raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
         return self._new(shards=(*self.source.shards, (num_shards, index, contiguous)))
 
     def map(self, function: Callable | None = None, **kwargs: Any) -> JSONLIterableDataset:  # type: ignore[override]

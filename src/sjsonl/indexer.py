@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
-from .errors import RecordDecodeError
+from .errors import ArgumentTypeError, RecordDecodeError
 from .index import build_offsets, line_number_at
 from .index.build import save_index
 from .index.store import DataStamp
@@ -107,7 +107,7 @@ class JSONLIndexer:
 
     def __len__(self) -> int:
         if self.index is None:
-            raise TypeError("call populate_index() first")
+            raise ArgumentTypeError("call populate_index() first")
         return len(self.index)
 
     def _check_records(self) -> None:

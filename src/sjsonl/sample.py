@@ -22,6 +22,8 @@ from collections.abc import Iterator
 import numpy as np
 import orjson
 
+from .errors import InvalidArgumentError
+
 _WORDS = [
     "the",
     "of",
@@ -109,7 +111,7 @@ _MEAN_WORDS = {"long": 330, "short": 18}
 def iter_records(n_records: int, kind: str = "short", seed: int = 0) -> Iterator[dict]:
     """Yield ``n_records`` deterministic records of the given ``kind`` (``"long"`` or ``"short"``)."""
     if kind not in _MEAN_WORDS:
-        raise ValueError(f"kind must be 'long' or 'short', not {kind!r}")
+        raise InvalidArgumentError(f"kind must be 'long' or 'short', not {kind!r}")
     rng = np.random.default_rng(seed)
     mean = _MEAN_WORDS[kind]
     words = np.array(_WORDS, dtype=object)
@@ -152,7 +154,7 @@ def write_corpus(
     The file is written to a temporary name and moved into place, so a partial corpus never appears.
     """
     if (n_records is None) == (n_bytes is None):
-        raise ValueError("give exactly one of n_records and n_bytes")
+        raise InvalidArgumentError("give exactly one of n_records and n_bytes")
     limit = n_records if n_records is not None else 2**62
     tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
     written = 0

@@ -58,7 +58,7 @@ import numpy as np
 import orjson
 
 from ._progress import Progress
-from .errors import ColumnNotFoundError
+from .errors import ColumnNotFoundError, InvalidArgumentError
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
 CACHE_VERSION = 1
@@ -84,7 +84,7 @@ def _list_shape(value: list) -> tuple[tuple[int, ...], set[type]] | None:
     first = subs[0]
     if first is None or any(s is None or s[0] != first[0] for s in subs):
         return None
-    return (len(value), *first[0]), set().union(*(s[1] for s in subs))
+    return (len(value), *first[0]), set().union(*(s[1] for s in subs if s is not None))
 
 
 def leaf_kind(types: set[type], ints: Iterable[Any] = ()) -> str | None:
@@ -481,7 +481,7 @@ def infer_schema(
 
 def _evenly(n: int, k: int) -> np.ndarray:
     if k < 1:
-        raise ValueError(f"sample must be at least 1, not {k}")
+        raise InvalidArgumentError(f"sample must be at least 1, not {k}")
     return np.unique(np.linspace(0, n - 1, min(n, k)).astype(np.int64)) if n else np.zeros(0, np.int64)
 
 

@@ -30,7 +30,7 @@ from itertools import islice
 from typing import Any, BinaryIO
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
-from .errors import RecordDecodeError
+from .errors import InvalidArgumentError, RecordDecodeError
 from .storage import is_url, open_storage, resolve_path, stat_data_file
 
 _BOM = b"\xef\xbb\xbf"
@@ -44,7 +44,7 @@ def _is_plain_local(path: str) -> bool:
     return not is_url(path) and not path.endswith((".zst", ".zstd"))
 
 
-def _open(path: str) -> BinaryIO:
+def _open(path: str) -> gzip.GzipFile | BinaryIO:
     # Binary-mode line iteration splits on b"\n" only, as the index does (never on \r or U+2028).
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb", buffering=1 << 20)
 
@@ -121,7 +121,7 @@ class JSONLStream:
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
-            raise ValueError("JSONLStream needs at least one file")
+            raise InvalidArgumentError("JSONLStream needs at least one file")
         self._files = [os.fspath(p) if is_url(p) else resolve_path(p) for p in paths]
         self._storage_options = storage_options
         for p in self._files:  # fail now, with a clear message, rather than mid-iteration
@@ -163,7 +163,7 @@ class JSONLStream:
     def shard(self, num_shards: int, index: int) -> JSONLStream:
         """Records ``index``, ``index + num_shards``, …: shards are disjoint and together complete."""
         if num_shards < 1 or not 0 <= index < num_shards:
-            raise ValueError(f"shard index {index} must lie in [0, {num_shards})")
+            raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
         return self._view("shard", num_shards, index)
 
     def skip(self, n: int) -> JSONLStream:
@@ -178,7 +178,7 @@ class JSONLStream:
         """Records in an approximately shuffled order: each comes out of a random slot of a
         ``buffer_size``-record buffer (as 🤗 ``IterableDataset.shuffle``). Same seed, same order."""
         if buffer_size < 1:
-            raise ValueError("buffer_size must be at least 1")
+            raise InvalidArgumentError("buffer_size must be at least 1")
         return self._view("shuffle", seed, buffer_size)
 
 

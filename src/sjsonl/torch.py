@@ -29,7 +29,7 @@ import numbers
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .errors import require
+from .errors import InvalidArgumentError, require
 
 require("torch", "torch")  # raises MissingDependencyError naming the extra when torch is absent
 
@@ -192,7 +192,9 @@ class IterableDataset(torch.utils.data.IterableDataset):
         if rank is None:
             rank = dist.get_rank() if initialised else 0
         if not 0 <= rank < replicas:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {replicas - 1}]")
+            raise InvalidArgumentError(
+                f"Invalid rank {rank}, rank should be in the interval [0, {replicas - 1}]"
+            )
         return replicas, rank
 
     @staticmethod

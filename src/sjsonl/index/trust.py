@@ -13,6 +13,8 @@ Example:
     True
     >>> untrusted_reason("/tmp")                               # where anyone can write
     '/tmp is writable by other users (mode 1777)'
+    >>> untrusted_reason("/tmp/no-such-dir-yet") is None      # ours once we create it (sticky parent)
+    True
 """
 
 from __future__ import annotations
@@ -35,25 +37,29 @@ def _owner_ok(uid: int) -> bool:
 
 def untrusted_reason(directory: str, file_stat: os.stat_result | None = None) -> str | None:
     """Why an index in ``directory`` (with ``file_stat``, the index file's stat) must not be trusted,
-    or ``None`` when it may be. A directory that does not exist yet is judged by its nearest parent."""
+    or ``None`` when it may be. A directory that does not exist yet will be ours when sjsonl creates it:
+    it is judged by its nearest existing parent, where a sticky one (``/tmp``) is fine — others cannot
+    rename or remove what we create there."""
     if file_stat is not None:
         if not _owner_ok(file_stat.st_uid):
             return f"the index file belongs to another user (uid {file_stat.st_uid})"
         if file_stat.st_mode & 0o022:
             return f"the index file is writable by other users (mode {stat.S_IMODE(file_stat.st_mode):o})"
     path = os.path.abspath(directory)
+    exists = True
     while True:
         try:
             st = os.stat(path)
             break
         except FileNotFoundError:
+            exists = False
             parent = os.path.dirname(path)
             if parent == path:
                 return None
             path = parent
     if not _owner_ok(st.st_uid):
         return f"{path} belongs to another user (uid {st.st_uid})"
-    if st.st_mode & 0o022:
+    if st.st_mode & 0o022 and (exists or not st.st_mode & stat.S_ISVTX):
         return f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):o})"
     return None
 

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import JSONLDataset
-from ..errors import require
+from ..errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError, require
 from ..hf import hf_kind
 from ..schema import infer_schema as infer_record_schema
 from ..streaming import JSONLStream, buffer_shuffle
@@ -114,11 +115,11 @@ def make_schema(
 
 def _check_shard(num_shards: int | None, shard_id: int | None) -> tuple[int, int]:
     if (num_shards is None) != (shard_id is None):
-        raise ValueError("give num_shards and shard_id together")
+        raise InvalidArgumentError("give num_shards and shard_id together")
     if num_shards is None:
         return 1, 0
     if num_shards < 1 or not 0 <= shard_id < num_shards:  # type: ignore[operator]
-        raise ValueError(f"shard_id {shard_id} must lie in [0, {num_shards})")
+        raise InvalidArgumentError(f"shard_id {shard_id} must lie in [0, {num_shards})")
     return num_shards, shard_id  # type: ignore[return-value]
 
 
@@ -156,12 +157,13 @@ class MapSource:
     def __getitem__(self, i: int) -> tuple[np.ndarray, ...]:
         i = int(i)
         if not 0 <= i < self.n:
-            raise IndexError(f"row {i} out of range for a source of {self.n} rows")
+            raise RecordIndexError(f"row {i} out of range for a source of {self.n} rows")
         j = self.first + i * self.step
         try:
             return self.schema.convert(self.data[j])
         except SchemaMismatchError as exc:
-            exc.add_note(f"at row {j} of {self.data!r}")
+            if sys.version_info >= (3, 11):  # no add_note on 3.10: the error goes without the row there
+                exc.add_note(f"at row {j} of {self.data!r}")
             raise
 
 
@@ -286,7 +288,7 @@ def make_source(
         Schema(b: str)
     """
     if isinstance(data, Mapping):
-        raise TypeError("pass one split (a dataset), not a mapping of splits")
+        raise ArgumentTypeError("pass one split (a dataset), not a mapping of splits")
     if schema is None:
         schema = make_schema(data, features, infer_rows)
     if column_names is not None:

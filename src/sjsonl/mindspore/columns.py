@@ -58,13 +58,13 @@ import numpy as np
 import orjson
 
 from ..decode import loads
-from ..errors import SJSONLError
+from ..errors import InvalidArgumentError, SJSONLError
 from ..schema import JSON_SIG, RecordSchema, schema_of_records
 
 KINDS = ("str", "int64", "float64", "bool", "json")
 _DTYPES = {"str": np.str_, "int64": np.int64, "float64": np.float64, "bool": np.bool_}
 _FILL = {"str": "", "int64": 0, "float64": np.nan, "bool": False}
-_LEAF_TYPES = {"str": {str}, "int64": {int}, "float64": {int, float}, "bool": {bool}}
+_LEAF_TYPES: dict[str, set[type]] = {"str": {str}, "int64": {int}, "float64": {int, float}, "bool": {bool}}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 VALUE_COLUMN = "value"
 
@@ -182,7 +182,7 @@ class Schema:
         self.columns = tuple(columns)
         for c in self.columns:
             if c.kind not in KINDS:
-                raise ValueError(f"column kind must be one of {KINDS}, not {c.kind!r}")
+                raise InvalidArgumentError(f"column kind must be one of {KINDS}, not {c.kind!r}")
         self._whole = len(self.columns) == 1 and self.columns[0].key is None
         self._converters = [(c.key, self._converter(c)) for c in self.columns]
 
@@ -204,7 +204,7 @@ class Schema:
         by_name = {c.name: c for c in self.columns}
         missing = [n for n in names if n not in by_name]
         if missing:
-            raise ValueError(f"unknown column(s) {missing}; the columns are {self.column_names}")
+            raise InvalidArgumentError(f"unknown column(s) {missing}; the columns are {self.column_names}")
         return Schema([by_name[n] for n in names])
 
     def convert(self, row: Any) -> tuple[np.ndarray, ...]:
@@ -239,7 +239,9 @@ class Schema:
         if kind == "json":
             return lambda v: np.array(_json_text(v))
         dtype, allowed = _DTYPES[kind], _LEAF_TYPES[kind]
-        fill = np.array(_FILL[kind], dtype=dtype) if ndim == 0 else np.zeros((0,) * ndim, dtype=dtype)
+        fill: np.ndarray = (
+            np.array(_FILL[kind], dtype=dtype) if ndim == 0 else np.zeros((0,) * ndim, dtype=dtype)
+        )
 
         if ndim == 0:
 
@@ -261,7 +263,7 @@ class Schema:
             if type(v) is not list or not _leaf_types(v, ndim) <= allowed:
                 raise mismatch(v)
             try:
-                a = np.array(v, dtype=dtype)
+                a: np.ndarray = np.array(v, dtype=dtype)
             except (ValueError, OverflowError):  # ragged, or an int beyond int64
                 raise mismatch(v) from None
             if a.ndim != ndim:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from .maps import IdentityMap, IndexMap, RangeMap
 from .permutation import Permutation
 
@@ -44,7 +45,7 @@ def per_rank(n: int, num_replicas: int, drop_last: bool = False) -> int:
         (4, 3, 0)
     """
     if num_replicas < 1:
-        raise ValueError(f"num_replicas must be >= 1, got {num_replicas}")
+        raise InvalidArgumentError(f"num_replicas must be >= 1, got {num_replicas}")
     return n // num_replicas if drop_last else -(-n // num_replicas)
 
 
@@ -59,7 +60,7 @@ class PaddedMap:
 
     def __init__(self, base: IndexMap, size: int) -> None:
         if size and not len(base):
-            raise ValueError("cannot pad an empty order")
+            raise InvalidArgumentError("cannot pad an empty order")
         self.base, self.n, self._m = base, int(size), len(base)
 
     def __len__(self) -> int:
@@ -105,9 +106,13 @@ def shard_order(
     if isinstance(order, (int, np.integer)):
         order = IdentityMap(int(order))
     if not 0 <= rank < num_replicas:
-        raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        raise InvalidArgumentError(
+            f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
+        )
     if not 0 <= worker < num_workers:
-        raise ValueError(f"Invalid worker {worker}, worker should be in the interval [0, {num_workers - 1}]")
+        raise InvalidArgumentError(
+            f"Invalid worker {worker}, worker should be in the interval [0, {num_workers - 1}]"
+        )
     total = per_rank(len(order), num_replicas, drop_last) * num_replicas
     padded: IndexMap = order if total == len(order) else PaddedMap(order, total)
     mine: IndexMap = padded if num_replicas == 1 else RangeMap(padded, rank, total, num_replicas)
@@ -172,12 +177,12 @@ class Cursor:
     def load_state_dict(self, state: dict[str, Any], length: int, **identity: Any) -> None:
         for key, want in identity.items():
             if key in state and state[key] != want:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"cannot resume: saved state has {key}={state[key]!r} but this object has {key}={want!r}"
                 )
         yielded = int(state["yielded"])
         if not 0 <= yielded <= length:
-            raise ValueError(f"cannot resume: saved position {yielded} is outside [0, {length}]")
+            raise InvalidArgumentError(f"cannot resume: saved position {yielded} is outside [0, {length}]")
         if yielded < length:
             self.epoch = int(state.get("epoch", self.epoch))
             self._resume = (self.epoch, yielded)

@@ -16,6 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, InvalidArgumentError
+
 
 class IndexMap(Protocol):
     def __len__(self) -> int: ...
@@ -47,9 +49,9 @@ class ArrayMap:
     def __init__(self, indices) -> None:
         arr = np.asarray(indices)
         if arr.ndim != 1:
-            raise ValueError("indices must be one-dimensional")
+            raise InvalidArgumentError("indices must be one-dimensional")
         if arr.dtype.kind not in "iu" and arr.size:
-            raise TypeError(f"indices must be integers, got {arr.dtype}")
+            raise ArgumentTypeError(f"indices must be integers, got {arr.dtype}")
         self.indices = arr.astype(np.int64, copy=False)
 
     def __len__(self) -> int:
@@ -68,7 +70,7 @@ class RangeMap:
     def __init__(self, base: IndexMap, start: int, stop: int, step: int = 1) -> None:
         start, stop, step = slice(start, stop, step).indices(len(base))
         if step <= 0:
-            raise ValueError("step must be positive")
+            raise InvalidArgumentError("step must be positive")
         self.base, self.start, self.step = base, start, step
         self.n = len(range(start, stop, step))
 

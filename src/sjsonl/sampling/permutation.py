@@ -34,6 +34,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
+
 _ROUNDS = 8
 _M64 = (1 << 64) - 1
 _TAKE_CHUNK = 1 << 20  # positions encrypted per numpy pass in take(): bounds the temporaries (~8 MB each)
@@ -77,9 +79,9 @@ class Permutation:
     def __init__(self, n: int, seed: int = 0, epoch: int = 0) -> None:
         n = int(n)
         if n < 0:
-            raise ValueError(f"a permutation needs n >= 0, got {n}")
+            raise InvalidArgumentError(f"a permutation needs n >= 0, got {n}")
         if n >= 1 << 62:
-            raise ValueError("n must be below 2**62")
+            raise InvalidArgumentError("n must be below 2**62")
         self.n, self.seed, self.epoch = n, int(seed), int(epoch)
         self._w = _width(n)
         self._hi = self._w // 2  # width of the high part before the first round (may be 0 when w == 1)
@@ -96,7 +98,7 @@ class Permutation:
         if i < 0:
             i += self.n
         if not 0 <= i < self.n:
-            raise IndexError(f"position {i} out of range for a permutation of {self.n}")
+            raise RecordIndexError(f"position {i} out of range for a permutation of {self.n}")
         x = self._encrypt_int(i)
         while x >= self.n:
             x = self._encrypt_int(x)
@@ -109,11 +111,11 @@ class Permutation:
         if pos.size == 0:
             return np.zeros(pos.shape, dtype=np.int64)
         if pos.dtype.kind not in "iu":
-            raise TypeError(f"positions must be integers, got {pos.dtype}")
+            raise ArgumentTypeError(f"positions must be integers, got {pos.dtype}")
         lo, hi = int(pos.min()), int(pos.max())
         if lo < 0 or hi >= self.n:
             bad = lo if lo < 0 else hi
-            raise IndexError(f"position {bad} out of range for a permutation of {self.n}")
+            raise RecordIndexError(f"position {bad} out of range for a permutation of {self.n}")
         flat = pos.reshape(-1)
         out = np.empty(flat.shape, dtype=np.int64)
         for a in range(0, flat.size, _TAKE_CHUNK):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from .pipeline import Pipeline
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ def _check(ds: JSONLDataset, wanted: Sequence[str], what: str) -> None:
     names = column_names(ds)
     missing = [c for c in wanted if c not in names]
     if missing:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Column name {missing} not in the dataset. Current columns in the dataset: {names}{what}"
         )
 
@@ -180,7 +181,7 @@ def rename_columns(ds: JSONLDataset, mapping: Mapping[str, str], **_: Any) -> JS
     taken = set(column_names(ds)) - set(mapping)
     clash = [new for new in mapping.values() if new in taken]
     if clash or len(set(mapping.values())) != len(mapping):
-        raise ValueError(f"Column(s) {clash or list(mapping.values())} already in the dataset")
+        raise InvalidArgumentError(f"Column(s) {clash or list(mapping.values())} already in the dataset")
     return ds._with_pipeline(Pipeline.of(ds._transform).then(ColumnsStage(rename=mapping)))
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidArgumentError
 from .map import rows_to_batch
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def iter_batches(
 ) -> Iterator[dict[str, list]]:
     """🤗 ``Dataset.iter``: batches of ``batch_size`` rows as dicts of lists, read sequentially."""
     if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
+        raise InvalidArgumentError("batch_size must be at least 1")
     it = iter(ds)
     while True:
         rows = list(islice(it, batch_size))

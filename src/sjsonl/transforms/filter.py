@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from .map import rows_to_batch
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class _Predicate:
                 list(self._call(rows_to_batch(rows), list(range(lo, lo + len(rows))))), dtype=bool
             )
             if mask.shape != (len(rows),):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"a batched filter function must return {len(rows)} booleans, got {mask.shape}"
                 )
             return mask
@@ -160,7 +161,7 @@ def filter_dataset(
     """
     unknown = set(kwargs) - _ACCEPTED
     if unknown:
-        raise TypeError(f"filter() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
+        raise ArgumentTypeError(f"filter() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
     if function is None:
         return ds
     cols = [input_columns] if isinstance(input_columns, str) else input_columns

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from .map import batch_to_rows, rows_to_batch
 from .pipeline import Pipeline
 
@@ -56,7 +57,7 @@ class FormatStage:
 
     def __init__(self, type: str | None, columns: Sequence[str] | None, output_all_columns: bool) -> None:
         if type not in FORMATS:
-            raise ValueError(f"format type {type!r} is not supported; use one of {FORMATS}")
+            raise InvalidArgumentError(f"format type {type!r} is not supported; use one of {FORMATS}")
         self.type = {"np": "numpy", "pt": "torch"}.get(type, type)  # type: ignore[arg-type]
         self.columns = list(columns) if columns is not None else None
         self.output_all_columns = output_all_columns
@@ -143,7 +144,7 @@ def with_format(
 ) -> JSONLDataset:
     """🤗 ``with_format`` (a view). ``format_kwargs`` (e.g. a dtype) are not supported and raise."""
     if format_kwargs:
-        raise TypeError(f"with_format() does not take {sorted(format_kwargs)} in sjsonl")
+        raise ArgumentTypeError(f"with_format() does not take {sorted(format_kwargs)} in sjsonl")
     pipe = Pipeline.of(ds._transform)
     stage = (
         None

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from .pipeline import Pipeline
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def batch_to_rows(batch: Mapping[str, Any], n: int | None = None) -> list[dict[s
     lengths = {k: len(v) for k, v in cols.items()}
     m = next(iter(lengths.values()), n or 0)
     if any(v != m for v in lengths.values()) or (n is not None and cols and m != n):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"a batched function returned columns of lengths {lengths} for a batch of {n} rows: sjsonl's map "
             "is lazy and needs one output row per input row (use filter() to drop rows)"
         )
@@ -124,7 +125,9 @@ class MapStage:
 
     def _indices(self, base: np.ndarray | None, n: int) -> list[int]:
         if base is None:
-            raise ValueError("with_indices needs the rows' positions; read them through the dataset")
+            raise InvalidArgumentError(
+                "with_indices needs the rows' positions; read them through the dataset"
+            )
         pos = base if self.positions is None else self.positions[base]
         return pos.tolist()
 
@@ -140,7 +143,7 @@ class MapStage:
         if out is None:
             out = {}
         elif not isinstance(out, Mapping):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"map functions must return a dict (or None), got {type(out).__name__}: as in 🤗, the "
                 "returned keys update the row"
             )
@@ -158,13 +161,13 @@ class MapStage:
         size = self.batch_size or max(1, len(rows))
         for lo in range(0, len(rows), size):
             part = rows[lo : lo + size]
-            idx = self._indices(base[lo : lo + size], len(part)) if self.with_indices else None  # type: ignore[index]
-            result = self._call(rows_to_batch(part), idx)
+            batch_idx = self._indices(base[lo : lo + size], len(part)) if self.with_indices else None  # type: ignore[index]
+            result = self._call(rows_to_batch(part), batch_idx)
             if result is None:
                 out.extend(self._merge(r, None) for r in part)
                 continue
             if not isinstance(result, Mapping):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"batched map functions must return a dict of lists, got {type(result).__name__}"
                 )
             out.extend(self._merge(r, o) for r, o in zip(part, batch_to_rows(result, len(part))))
@@ -179,7 +182,7 @@ def _positions(ds: JSONLDataset) -> np.ndarray | None:
     inverse = np.full(int(ds._bounds[-1]), -1, dtype=np.int64)
     inverse[base] = np.arange(len(ds), dtype=np.int64)
     if len(np.unique(base)) != len(base):
-        raise ValueError(
+        raise InvalidArgumentError(
             "map(with_indices=True) on a view that repeats records: a record has no single index"
         )
     return inverse
@@ -208,7 +211,7 @@ def map_dataset(
     """
     unknown = set(kwargs) - IGNORED
     if unknown:
-        raise TypeError(f"map() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
+        raise ArgumentTypeError(f"map() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
     stage = MapStage(
         function,
         batched=batched,

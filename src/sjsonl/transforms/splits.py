@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
+
 if TYPE_CHECKING:
     from ..dataset import JSONLDataset
 
@@ -95,29 +97,30 @@ def _sizes(n: int, test_size: float | int | None, train_size: float | int | None
         test_size = 0.25
     for name, v in (("test_size", test_size), ("train_size", train_size)):
         if (isinstance(v, int) and not 0 < v < n) or (isinstance(v, float) and not 0 < v < 1):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{name}={v} should be either positive and smaller than the number of samples {n} "
                 "or a float in the (0, 1) range"
             )
     if isinstance(train_size, float) and isinstance(test_size, float) and train_size + test_size > 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"The sum of test_size and train_size = {train_size + test_size}, should be in the (0, 1)"
         )
     n_test = ceil(test_size * n) if isinstance(test_size, float) else test_size
     n_train = floor(train_size * n) if isinstance(train_size, float) else train_size
-    if train_size is None:
-        n_train = n - n_test  # type: ignore[operator]
-    elif test_size is None:
-        n_test = n - n_train  # type: ignore[operator]
-    if n_train + n_test > n:  # type: ignore[operator]
-        raise ValueError(
+    if n_train is None:  # train_size is None
+        assert n_test is not None  # test_size defaults to 0.25 when both are None
+        n_train = n - n_test
+    elif n_test is None:  # test_size is None
+        n_test = n - n_train
+    if n_train + n_test > n:
+        raise InvalidArgumentError(
             f"The sum of train_size and test_size = {n_train + n_test}, should be smaller than {n}"
         )
     if not n_train:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"With n_samples={n}, test_size={test_size} and train_size={train_size}, the train set is empty"
         )
-    return int(n_train), int(n_test)  # type: ignore[arg-type]
+    return int(n_train), int(n_test)
 
 
 def train_test_split(
