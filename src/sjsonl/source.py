@@ -148,7 +148,8 @@ class IndexedFile:
         ``__getstate__``); after a fork the view's storage reopens its handles itself."""
         hot = self._hot
         if hot is None:
-            hot = self._hot = (byte_view(self.storage), memoryview(self.offsets), self.n - 1, self.end)
+            # ndarray.data is memoryview(self.offsets) (numpy's stubs type ndarray as a Buffer only on 3.12+)
+            hot = self._hot = (byte_view(self.storage), self.offsets.data, self.n - 1, self.end)
         return hot
 
     def record(self, i: int, decode: Decoder | None = None) -> Any:

@@ -32,6 +32,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import overload
 
 import numpy as np
 
@@ -309,6 +310,10 @@ class _ReadAhead:
         """The stream's size, once its end has been read."""
         return self._end if self.eof else None
 
+    @overload
+    def __getitem__(self, key: int) -> int: ...
+    @overload
+    def __getitem__(self, key: slice) -> bytes: ...
     def __getitem__(self, key: int | slice) -> int | bytes:
         if isinstance(key, int):
             got = self[key : key + 1]

@@ -294,7 +294,8 @@ def _offsets_view(mm: Any, meta: IndexMeta, header_len: int, path: str) -> np.nd
 
 def _verify(offsets: np.ndarray, meta: IndexMeta, path: str) -> None:
     """The O(records) checks: the CRC-32 of the offsets, strict order, and bounds in the data."""
-    if zlib.crc32(memoryview(offsets).cast("B")) != meta.checksum:
+    # ndarray.data is memoryview(offsets); numpy's stubs type ndarray as a Buffer only on Python >= 3.12
+    if zlib.crc32(offsets.data.cast("B")) != meta.checksum:
         raise _fail(path, "is corrupt (its checksum does not match)")
     if len(offsets) > 1 and not bool(np.all(offsets[1:] > offsets[:-1])):
         raise _fail(path, "is corrupt (offsets do not increase)")
@@ -304,7 +305,7 @@ def _verify(offsets: np.ndarray, meta: IndexMeta, path: str) -> None:
 
 def meta_of(offsets: np.ndarray, stamp: DataStamp, data_path: str) -> IndexMeta:
     """The metadata to write with ``offsets`` (record count, dtype, CRC-32) for data ``stamp``."""
-    checksum = zlib.crc32(memoryview(np.ascontiguousarray(offsets)).cast("B"))
+    checksum = zlib.crc32(np.ascontiguousarray(offsets).data.cast("B"))
     return IndexMeta(stamp, len(offsets), str(offsets.dtype), data_path, checksum)
 
 
