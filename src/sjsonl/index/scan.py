@@ -37,6 +37,9 @@ from typing import overload
 import numpy as np
 
 CHUNK_BYTES = 4 << 20  # page-aligned; large enough to amortise per-chunk overhead, small enough for cache
+#: Chunk size when a file is read for the scan: the copy then stays in cache for the passes over it
+#: (measured here: 2 MiB as fast as scanning a memory map; 4 MiB ~20% slower).
+FILE_CHUNK_BYTES = 2 << 20
 _BOM = b"\xef\xbb\xbf"
 _BLANK_BYTES = b" \t\r"
 
@@ -221,7 +224,7 @@ def scan_file(
     *,
     workers: int | None = None,
     on_progress: Callable[[int], None] | None = None,
-    chunk_bytes: int = CHUNK_BYTES,
+    chunk_bytes: int = FILE_CHUNK_BYTES,
 ) -> np.ndarray:
     """:func:`scan_record_starts` over the first ``size`` bytes of the open file ``fd``, read with
     ``pread`` (never mapped, so truncation during the scan cannot crash the process). Raises
