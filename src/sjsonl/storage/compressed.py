@@ -60,6 +60,7 @@ class _PerProcessHandle:
     parent thread held at fork time, nor a handle whose position the parent moves."""
 
     source: Any
+    path: str
     _state: tuple[int, threading.Lock, Any] | None
 
     def _handle(self) -> tuple[threading.Lock, Any]:
@@ -129,7 +130,7 @@ class _PerProcessHandle:
         self.source.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.path!r})"  # type: ignore[attr-defined]
+        return f"{type(self).__name__}({self.path!r})"
 
 
 class GzipFile(_PerProcessHandle):
