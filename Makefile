@@ -24,6 +24,7 @@ demo: $(VENV)/.core
 lint: $(VENV)/.all
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy
 
 test: $(VENV)/.all lint
 	$(PY) -m pytest -q
