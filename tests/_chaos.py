@@ -79,17 +79,28 @@ def run_file_writer(path: str, compress: bool, ops: tuple[str, ...], seconds: fl
         time.sleep(writer.rng.uniform(0.005, 0.03))
 
 
+#: a reader that has not read ``min_reads`` records when its time is up goes on, for at most this long
+#: (a loaded machine can spend a spawned reader's whole time starting it and reopening after changes)
+GRACE_SECONDS = 60.0
+
+
 def read_and_check(
-    open_ds: Callable[[], JSONLDataset], seconds: float, seed: int, ds: JSONLDataset | None = None
+    open_ds: Callable[[], JSONLDataset],
+    seconds: float,
+    seed: int,
+    ds: JSONLDataset | None = None,
+    min_reads: int = 0,
 ) -> dict[str, Any]:
-    """Read random records, batches and runs for ``seconds``; count reads, wrong records and errors."""
+    """Read random records, batches and runs for ``seconds`` — longer, up to :data:`GRACE_SECONDS` more,
+    until ``min_reads`` records are read; count reads, wrong records and errors."""
     rng = random.Random(seed)
     stats: Counter[str] = Counter()
     wrong: list[str] = []
     examples: dict[str, str] = {}  # one message per error type, for a reader of a failure report
     versions: set[int] = set()  # of the data, as the datasets read saw them
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    hard_deadline = deadline + GRACE_SECONDS
+    while (now := time.monotonic()) < deadline or (stats["reads"] < min_reads and now < hard_deadline):
         try:
             if ds is None:
                 ds = open_ds()
@@ -139,11 +150,14 @@ def open_local(path: str, index_dir: str, mmap: bool) -> Callable[[], JSONLDatas
 
 
 def child_reader(
-    path: str, index_dir: str, mmap: bool, seconds: float, seed: int, ds: Any, queue: Any
+    path: str, index_dir: str, mmap: bool, seconds: float, min_reads: int, seed: int, ds: Any, queue: Any
 ) -> None:
     """Entry point for a forked or spawned reader: starts from ``ds`` (inherited or unpickled)."""
-    queue.put(read_and_check(open_local(path, index_dir, mmap), seconds, seed, ds))
+    queue.put(read_and_check(open_local(path, index_dir, mmap), seconds, seed, ds, min_reads))
 
 
-def child_s3_reader(url: str, options: dict, seconds: float, seed: int, ds: Any, queue: Any) -> None:
-    queue.put(read_and_check(lambda: JSONLDataset(url, storage_options=options), seconds, seed, ds))
+def child_s3_reader(
+    url: str, options: dict, seconds: float, min_reads: int, seed: int, ds: Any, queue: Any
+) -> None:
+    opened = lambda: JSONLDataset(url, storage_options=options)  # noqa: E731
+    queue.put(read_and_check(opened, seconds, seed, ds, min_reads))

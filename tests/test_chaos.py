@@ -17,24 +17,28 @@ from . import _chaos
 SECONDS = 4.0
 
 
-def _run_readers(open_ds, child, child_args, first, seconds=SECONDS):
-    """This process, a fork child (inherits ``first``) and a spawn child (gets ``first`` pickled)."""
+def _run_readers(open_ds, child, child_args, first, min_reads, seconds=SECONDS):
+    """This process, a fork child (inherits ``first``) and a spawn child (gets ``first`` pickled); each
+    reads for ``seconds``, and on until it has read ``min_reads`` records (a slow start is no failure)."""
     results, procs = [], []
-    for method in ("fork", "spawn"):
+    for seed, method in enumerate(("fork", "spawn"), 2):
         ctx = mp.get_context(method)
         queue = ctx.Queue()
-        proc = ctx.Process(target=child, args=(*child_args, seconds, hash(method) % 1000, first, queue))
+        proc = ctx.Process(target=child, args=(*child_args, seconds, min_reads, seed, first, queue))
         proc.start()
         procs.append((method, proc, queue))
-    results.append(("parent", _chaos.read_and_check(open_ds, seconds, 1, first)))
+    results.append(("parent", _chaos.read_and_check(open_ds, seconds, 1, first, min_reads)))
     for method, proc, queue in procs:
-        results.append((method, queue.get(timeout=120)))
+        results.append((method, queue.get(timeout=seconds + _chaos.GRACE_SECONDS + 60)))
         proc.join(timeout=60)
         assert proc.exitcode == 0, f"{method} reader died with exit code {proc.exitcode}"
     return results
 
 
-def _check(results, min_reads=200, min_versions=3):
+MIN_READS_LOCAL, MIN_READS_S3 = 200, 20
+
+
+def _check(results, min_reads=MIN_READS_LOCAL, min_versions=3):
     for who, res in results:
         stats = res["stats"]
         assert res["wrong_count"] == 0, f"{who}: wrong records {res['wrong']}"
@@ -64,7 +68,7 @@ def test_no_wrong_records_while_a_writer_changes_the_file(tmp_path, compress, mm
     writer.start()
     try:
         open_ds = _chaos.open_local(path, index_dir, mmap)
-        results = _run_readers(open_ds, _chaos.child_reader, (path, index_dir, mmap), first)
+        results = _run_readers(open_ds, _chaos.child_reader, (path, index_dir, mmap), first, MIN_READS_LOCAL)
     finally:
         writer.join(timeout=60)
     _check(results)
@@ -102,8 +106,8 @@ def test_no_wrong_records_from_an_s3_object_being_replaced(bucket):
     writer.start()
     try:
         open_ds = lambda: JSONLDataset(url, storage_options=bucket.options)  # noqa: E731
-        results = _run_readers(open_ds, _chaos.child_s3_reader, (url, bucket.options), first)
+        results = _run_readers(open_ds, _chaos.child_s3_reader, (url, bucket.options), first, MIN_READS_S3)
     finally:
         writer.join(timeout=60)
-    _check(results, min_reads=20, min_versions=2)
+    _check(results, min_reads=MIN_READS_S3, min_versions=2)
     assert any(k == "StaleDataError" for _, r in results for k in r["stats"])
