@@ -22,9 +22,11 @@ from typing import Any, Union
 import numpy as np
 
 from .decode import JSONDecodeError, Projection, fast_loads
+from .document import open_data_file
 from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 from .source import IndexedFile
+from .storage.zip import expand_archives
 from .transforms import columns as _columns
 from .transforms import export as _export
 from .transforms import format as _format
@@ -57,6 +59,9 @@ class JSONLDataset:
             truncated in place while mapped kills the process with SIGBUS on the next read of a lost
             page; ``mmap=False`` reads with ``pread`` instead — such a file then raises
             :class:`~sjsonl.errors.StaleDataError` — at about 2× the cost of a short-record ``ds[i]``.
+        field: the rows are the list under this top-level key of each file, a JSON document (🤗's
+            ``field=``). Without it, a ``.json`` file holding one array has its elements as rows (see
+            :mod:`sjsonl.document`).
 
     ``ds[i]`` accepts Python and numpy integers (negative count from the end); slices and integer
     lists/arrays return lists. Every call returns a fresh object. Datasets pickle by path and remap the
@@ -83,15 +88,17 @@ class JSONLDataset:
         progress: bool | None = None,
         storage_options: dict[str, Any] | None = None,
         mmap: bool = True,
+        field: str | None = None,
     ) -> None:
-        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        paths = expand_archives([path] if isinstance(path, (str, os.PathLike)) else list(path))
         if not paths:
             raise InvalidArgumentError("JSONLDataset needs at least one file")
         if index_path is not None and len(paths) != 1:
             raise InvalidArgumentError("index_path names one index; it cannot serve several files")
         self._files = [
-            IndexedFile(
+            open_data_file(
                 p,
+                field=field,
                 build_index_on_load=build_index_on_load,
                 index_dir=index_dir,
                 index_path=index_path,

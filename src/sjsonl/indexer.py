@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
+from .document import layouts_for
 from .errors import ArgumentTypeError, RecordDecodeError
-from .index import build_offsets, line_number_at
-from .index.build import save_index
+from .index import line_number_at
+from .index.build import build_layout, save_index
+from .index.elements import ARRAY, array_end, element_bytes
 from .index.store import DataStamp
 from .source import iter_blocks
 from .storage import byte_view, open_storage
@@ -86,10 +88,14 @@ class JSONLIndexer:
         self.index_dir = None if index_dir is None else os.fspath(index_dir)
         self.index: np.ndarray | None = None
         self.stamp: DataStamp | None = None
+        self.layout = ""  # "": lines; else the elements of a JSON document (sjsonl.document)
 
     def populate_index(self) -> None:
         """Scan the file and record where each record starts (``self.index``)."""
-        self.index, self.stamp = build_offsets(self.storage, workers=self.workers, progress=self.progress)
+        # a .json file holding one array is indexed by element, as JSONLDataset reads it
+        self.index, self.stamp, self.layout = build_layout(
+            self.storage, workers=self.workers, progress=self.progress, layout=layouts_for(self.storage)[0]
+        )
         if self.check:
             self._check_records()
 
@@ -103,7 +109,14 @@ class JSONLIndexer:
             self.populate_index()
         assert self.index is not None and self.stamp is not None
         where = None if path is None else os.fspath(path)
-        return save_index(self.storage, self.index, self.stamp, index_dir=self.index_dir, index_path=where)
+        return save_index(
+            self.storage,
+            self.index,
+            self.stamp,
+            index_dir=self.index_dir,
+            index_path=where,
+            layout=self.layout,
+        )
 
     def __len__(self) -> int:
         if self.index is None:
@@ -114,18 +127,21 @@ class JSONLIndexer:
         assert self.index is not None and self.stamp is not None
         errors: list[RecordDecodeError] = []
         total = 0
-        blocks = iter_blocks(self.storage, self.index, self.stamp.size, 0, len(self.index))
+        end = self.stamp.size
+        if self.layout and len(self.index):  # the last element ends at the array's closing bracket
+            end = array_end(self.storage.read, int(self.index[-1]), 1 if self.layout == ARRAY else 2)
+        blocks = iter_blocks(self.storage, self.index, end, 0, len(self.index))
         for buf, base, bounds in blocks:
             for start, end in itertools.pairwise(bounds):
+                data = element_bytes(buf[start:end]) if self.layout else buf[start:end]
                 try:
-                    fast_loads(buf[start:end])
+                    fast_loads(data)
                 except JSONDecodeError:
                     try:
-                        loads(buf[start:end])
+                        loads(data)
                     except ValueError as exc:
                         total += 1
                         if len(errors) < MAX_REPORTED:
-                            data = buf[start:end]
                             line = line_number_at(byte_view(self.storage), base + start)
                             errors.append(
                                 RecordDecodeError(self.path, line, base + start, excerpt(data), str(exc))

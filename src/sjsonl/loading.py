@@ -55,10 +55,17 @@ import numpy as np
 
 from .conform import conform_rows
 from .dataset import JSONLDataset
-from .errors import DataFileNotFoundError, InvalidArgumentError, SplitError, UnsupportedArgumentError
+from .errors import (
+    DataFileNotFoundError,
+    InvalidArgumentError,
+    SJSONLError,
+    SplitError,
+    UnsupportedArgumentError,
+)
 from .index.store import is_index_artifact
 from .schema import infer_schema
 from .storage import is_url
+from .storage.zip import split_member, zip_members
 from .streaming import JSONLStream
 from .transforms.splits import DatasetDict
 
@@ -100,8 +107,23 @@ def _has_magic(pattern: str) -> bool:
 
 
 def _is_json_file(path: str) -> bool:
-    # 🤗's test: any dotted suffix of the name is a known extension ("a.jsonl.gz" counts as .jsonl).
-    return any("." + s.lower() in JSON_EXTENSIONS for s in os.path.basename(path).split(".")[1:])
+    # 🤗's test: any dotted suffix of the name is a known extension ("a.jsonl.gz" counts as .jsonl); an
+    # archive counts by the members it holds
+    return any(
+        "." + s.lower() in JSON_EXTENSIONS
+        for n in _inferred_names(path)
+        for s in os.path.basename(n).split(".")[1:]
+    )
+
+
+def _inferred_names(path: str) -> list[str]:
+    """The names whose extensions say what a data file holds: a ``.zip``'s members, else its own."""
+    if path.lower().endswith(".zip") and not is_url(path):
+        try:
+            return [split_member(m)[1] or m for m in zip_members(path)]
+        except SJSONLError:
+            return [path]
+    return [path]
 
 
 def _glob(pattern: str, base: str) -> list[str]:
@@ -270,8 +292,9 @@ def is_jsonl_source(
             return False
     else:
         files = _glob("**", os.path.join(path, os.fspath(data_dir or "")))
+    names = [n for f in files for n in _inferred_names(f)]
     counts = Counter(
-        "." + s.lower() for f in files for s in os.path.basename(f).split(".")[1:] if "." + s.lower() != ".gz"
+        "." + s.lower() for n in names for s in os.path.basename(n).split(".")[1:] if "." + s.lower() != ".gz"
     )
     return bool(counts) and counts.most_common(1)[0][0] in JSON_EXTENSIONS
 
@@ -370,6 +393,7 @@ def load_dataset(
     workers: int | None = None,
     storage_options: dict | None = None,
     as_hf: bool | None = None,
+    field: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Load JSON Lines data with 🤗 ``datasets.load_dataset``'s parameters; see the module docstring.
@@ -391,6 +415,9 @@ def load_dataset(
         keep_in_memory: ``None``/``False`` (the data stay on disk, read in place — what sjsonl always
             does); ``True`` is refused: copying records into memory is ``list(ds)``.
         num_proc: 🤗's worker count; here, the workers building indexes (same as ``workers``).
+        field: the rows are the list under this top-level key of each file, a JSON document (as 🤗's
+            ``field=``), indexed by element and read in place. Without it, a ``.json`` file holding one
+            JSON array has its elements as rows, as in 🤗 (see :mod:`sjsonl.document`).
         fill_missing: give every record every column of its split (``None`` where the key is missing), as
             🤗's Arrow tables do; the columns come from all rows (:func:`sjsonl.schema.infer_schema`, cached
             with the index). By default a record is exactly its line's JSON.
@@ -404,8 +431,7 @@ def load_dataset(
             to code that checks, and must not need to know about such checks.
 
     Raises:
-        UnsupportedArgumentError: (a ``TypeError``) for any other keyword argument, ``field=`` (rows of a
-            JSON *document*: use ``datasets.load_dataset`` or :func:`sjsonl.mindspore.load_dataset`),
+        UnsupportedArgumentError: (a ``TypeError``) for any other keyword argument,
             ``keep_in_memory=True``, or ``features``/``fill_missing`` with ``streaming=True``.
         DataFileNotFoundError: (a ``FileNotFoundError``) when no data files match; a Hub dataset name
             gets a hint.
@@ -430,16 +456,9 @@ def load_dataset(
     if streaming and (features is not None or fill_missing):
         refused.append("features/fill_missing with streaming=True")
     if refused:
-        hint = ""
-        if "field" in kwargs:
-            hint = (
-                "; field= selects rows of a JSON document, which is not JSON Lines: use "
-                "datasets.load_dataset or sjsonl.mindspore.load_dataset (it hands field= to 🤗)"
-            )
         raise UnsupportedArgumentError(
             f"sjsonl.load_dataset got unsupported keyword argument(s) {', '.join(refused)}: it reads JSON "
             "Lines in place; use sjsonl.mindspore.load_dataset or datasets.load_dataset for 🤗's options"
-            + hint
         )
     if name not in (None, "default"):
         raise InvalidArgumentError(
@@ -464,6 +483,7 @@ def load_dataset(
                 workers=workers,
                 storage_options=storage_options,
                 transform=transform,
+                field=field,
             )
 
         ds = open_()
@@ -475,7 +495,7 @@ def load_dataset(
         return _typed(ds) if as_hf else ds
 
     def stream(paths: list[str]) -> JSONLStream:
-        return JSONLStream(paths, storage_options=storage_options)
+        return JSONLStream(paths, storage_options=storage_options, field=field)
 
     if split is None:
         return DatasetDict({s: (stream(fs) if streaming else make(fs)) for s, fs in files.items()})

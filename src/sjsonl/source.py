@@ -100,6 +100,7 @@ class IndexedFile:
         progress: bool | None = None,
         storage_options: dict[str, Any] | None = None,
         mmap: bool = True,
+        layouts: Callable[[Storage], tuple[str, ...]] | None = None,
     ) -> None:
         self.storage = open_storage(path, storage_options, mmap=mmap)
         loaded = load_or_build_index(
@@ -109,7 +110,9 @@ class IndexedFile:
             index_path=None if index_path is None else os.fspath(index_path),
             workers=workers,
             progress=progress,
+            layouts=("",) if layouts is None else layouts(self.storage),
         )
+        self.layout = loaded.layout  # "": lines; else the elements of a JSON document (sjsonl.document)
         self._offsets: np.ndarray | None = loaded.offsets
         self.index_path = loaded.path
         self.checksum = loaded.checksum

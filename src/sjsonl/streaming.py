@@ -21,8 +21,10 @@ Example:
 
 from __future__ import annotations
 
+import bz2
 import copy
 import gzip
+import lzma
 import os
 import random
 from collections.abc import Iterator, Sequence
@@ -30,8 +32,12 @@ from itertools import islice
 from typing import Any, BinaryIO
 
 from .decode import JSONDecodeError, excerpt, fast_loads, loads
-from .errors import InvalidArgumentError, RecordDecodeError
+from .document import is_array_document, is_json_name
+from .errors import InvalidArgumentError, RecordDecodeError, require
+from .index.elements import iter_elements
 from .storage import is_url, open_storage, resolve_path, stat_data_file
+from .storage.formats import HEAD_BYTES, check_format, format_of_name
+from .storage.zip import expand_archives, split_member
 
 _BOM = b"\xef\xbb\xbf"
 _WS = b" \t\r\n"
@@ -41,12 +47,23 @@ _CHUNK_BYTES = 4 << 20
 
 
 def _is_plain_local(path: str) -> bool:
-    return not is_url(path) and not path.endswith((".zst", ".zstd"))
+    return not is_url(path) and split_member(path)[1] is None
 
 
-def _open(path: str) -> gzip.GzipFile | BinaryIO:
+def _open(path: str) -> BinaryIO:
     # Binary-mode line iteration splits on b"\n" only, as the index does (never on \r or U+2028).
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb", buffering=1 << 20)
+    with open(path, "rb") as f:  # compressed bytes under a text name are refused, as an indexed open does
+        check_format(path, path.lower(), f.read(HEAD_BYTES))
+    codec = format_of_name(path.lower())
+    if codec == "zstd":  # any zstd, plain (one frame) or seekable: read front to back
+        return require("pyzstd", "compress").ZstdFile(path, "rb")  # type: ignore[no-any-return]
+    if codec == "gzip":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    if codec == "bzip2":
+        return bz2.open(path, "rb")  # type: ignore[return-value]
+    if codec == "xz":
+        return lzma.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb", buffering=1 << 20)
 
 
 def _chunked_lines(path: str, storage_options: dict | None) -> Iterator[bytes]:
@@ -69,11 +86,25 @@ def _lines(path: str, storage_options: dict | None) -> Iterator[bytes]:
         yield from _chunked_lines(path, storage_options)
 
 
+def _chunks(path: str, storage_options: dict | None) -> Iterator[bytes]:
+    if _is_plain_local(path):
+        with _open(path) as f:
+            while chunk := f.read(_CHUNK_BYTES):
+                yield chunk
+    else:
+        yield from open_storage(path, storage_options).chunks(_CHUNK_BYTES)  # type: ignore[attr-defined]
+
+
 def iter_lines(
-    paths: Sequence[str], storage_options: dict | None = None
+    paths: Sequence[str], storage_options: dict | None = None, field: str | None = None
 ) -> Iterator[tuple[str, int, int, bytes]]:
-    """``(path, line number, byte offset, bytes)`` of every non-blank line of ``paths``, in order."""
+    """``(path, line number, byte offset, bytes)`` of every non-blank line of ``paths``, in order — or of
+    every element, for a JSON document (see :mod:`sjsonl.document`; ``field``: the rows' top-level key)."""
     for path in paths:
+        if field is not None or (is_json_name(path) and _opens_array(path, storage_options)):
+            for start, lineno, body in iter_elements(_chunks(path, storage_options), field):
+                yield path, lineno, start, body
+            continue
         offset = 0
         for lineno, line in enumerate(_lines(path, storage_options), 1):
             start = offset
@@ -81,6 +112,11 @@ def iter_lines(
             body = line[3:] if lineno == 1 and line.startswith(_BOM) else line
             if body.strip(_WS):
                 yield path, lineno, start, body
+
+
+def _opens_array(path: str, storage_options: dict | None) -> bool:
+    head = b"".join(islice(_chunks(path, storage_options), 1))[: 1 << 20]
+    return is_array_document(head)
 
 
 def decode_line(path: str, lineno: int, start: int, body: bytes) -> Any:
@@ -100,6 +136,8 @@ class JSONLStream:
     Args:
         path: a file or URL, or a list of them read one after the other.
         storage_options: passed to fsspec for URLs (credentials, ``endpoint_url``, …).
+        field: the rows are the list under this top-level key of each file (a JSON document, 🤗's
+            ``field=``); without it a ``.json`` file holding one array streams its elements.
 
     Views return new streams and read nothing until iterated: :meth:`shard` (records ``index``,
     ``index + num_shards``, …), :meth:`skip`, :meth:`take`, and :meth:`shuffle` (a buffered, approximate
@@ -118,14 +156,16 @@ class JSONLStream:
         path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         *,
         storage_options: dict | None = None,
+        field: str | None = None,
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise InvalidArgumentError("JSONLStream needs at least one file")
-        self._files = [os.fspath(p) if is_url(p) else resolve_path(p) for p in paths]
+        self._field = field
+        self._files = [os.fspath(p) if is_url(p) else resolve_path(p) for p in expand_archives(paths)]
         self._storage_options = storage_options
         for p in self._files:  # fail now, with a clear message, rather than mid-iteration
-            if is_url(p):
+            if not _is_plain_local(p):
                 open_storage(p, storage_options)
             else:
                 stat_data_file(p)
@@ -143,7 +183,9 @@ class JSONLStream:
     def __iter__(self) -> Iterator[Any]:
         # Views act on raw lines, so skipped and other shards' lines are never parsed, and a bad line
         # still reports its file and line number after a shuffle.
-        lines: Iterator[tuple[str, int, int, bytes]] = iter_lines(self._files, self._storage_options)
+        lines: Iterator[tuple[str, int, int, bytes]] = iter_lines(
+            self._files, self._storage_options, getattr(self, "_field", None)
+        )
         for op, a, b in self._ops:
             if op == "slice":
                 lines = islice(lines, a, b)

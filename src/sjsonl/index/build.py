@@ -22,7 +22,8 @@ import numpy as np
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
 from ..storage import DataStamp, LocalFile, Storage, is_url
-from .scan import CHUNK_BYTES, DataChangedWhileScanning, scan_file, scan_stream
+from .elements import NotADocument, iter_reads, scan_elements
+from .scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from .store import (
     LEGACY_META_SUFFIX,
     candidate_index_paths,
@@ -40,9 +41,33 @@ from .trust import untrusted_reason, warn_untrusted
 _BUFFERS = (bytes, bytearray, memoryview, mmap.mmap)
 
 
-def _scan(storage: Storage, before: DataStamp, workers: int | None, progress: bool | None):
-    """(offsets, bytes scanned): threads reading a local file, or one pass over the storage's chunks."""
+def _scan(storage: Storage, before: DataStamp, workers: int | None, progress: bool | None, layout: str = ""):
+    """(offsets, bytes scanned, layout): threads reading a local file, or one pass over the storage's
+    chunks; for a JSON document (``layout``), its elements — or its lines, when it turns out to be none."""
     desc = f"indexing {os.path.basename(storage.path)}"
+    if layout:
+        field = layout.partition(":")[2] if ":" in layout else None
+        chunks = getattr(storage, "chunks", None)
+        reads = chunks(CHUNK_BYTES) if chunks is not None else iter_reads(storage.read, CHUNK_BYTES)
+        bar = Progress(before.size if before.size >= 0 else None, desc, progress, size_hint=before.stored)
+        try:
+            update = bar.update
+            found = scan_elements(reads if update is None else _counted(reads, update), field)
+            return found.starts.astype(offset_dtype(found.size)), found.size, layout
+        except NotADocument:  # a .json file of lines whose records are arrays
+            pass
+        finally:
+            bar.close()
+    return (*_scan_lines(storage, before, workers, progress, desc), "")
+
+
+def _counted(chunks, update):
+    for chunk in chunks:
+        update(len(chunk))
+        yield chunk
+
+
+def _scan_lines(storage: Storage, before: DataStamp, workers: int | None, progress: bool | None, desc: str):
     if isinstance(storage, LocalFile):  # read, never mapped: a truncation mid-scan cannot crash us
         bar = Progress(before.size, desc, progress)
         try:
@@ -62,6 +87,19 @@ def build_offsets(
 ) -> tuple[np.ndarray, DataStamp]:
     """Scan ``storage`` and return (record start offsets, stamp of the bytes that were scanned).
 
+    Lines; :func:`build_layout` also reads JSON documents."""
+    offsets, stamp, _layout = build_layout(storage, workers=workers, progress=progress)
+    return offsets, stamp
+
+
+def build_layout(
+    storage: Storage, *, workers: int | None = None, progress: bool | None = None, layout: str = ""
+) -> tuple[np.ndarray, DataStamp, str]:
+    """Scan ``storage`` and return (record start offsets, stamp of the bytes that were scanned, layout).
+
+    ``layout`` asks for the elements of a JSON document (:mod:`.elements`); the layout returned is
+    ``""`` (lines) when the data turn out to be lines.
+
     A local file is scanned as the storage opened it (its pinned version: a file replaced under the
     name meanwhile does not matter). Data that changes while it is being scanned is scanned again (twice
     at most), so the stamp always describes the bytes the offsets came from.
@@ -70,7 +108,7 @@ def build_offsets(
         before = storage.stamp(fingerprint=False)
         storage.pin(before)  # reads during the scan fail if the bytes change (no fingerprint: any change)
         try:
-            offsets, size = _scan(storage, before, workers, progress)
+            offsets, size, found_layout = _scan(storage, before, workers, progress, layout)
         except (DataChangedWhileScanning, StaleDataError):
             reset = getattr(storage, "reset_handles", None)
             if reset is not None:  # a decompressor's seek points describe the bytes it saw: start over
@@ -81,7 +119,7 @@ def build_offsets(
         if unchanged and (before.stored_size is not None or size == before.size):
             final = replace(after, size=size)
             storage.pin(final)
-            return offsets, final
+            return offsets, final, found_layout
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
 
 
@@ -91,6 +129,7 @@ class LoadedIndex:
     stamp: DataStamp
     path: str | None  # where it lives on disk (None: in memory only)
     checksum: int = 0  # CRC-32 of the offsets, as recorded in the index file
+    layout: str = ""  # what the offsets start ("": lines; else elements of a JSON document)
 
 
 def refuse_data_file_as_index(data_path: str, index_path: str | None, index_dir: str | None) -> None:
@@ -108,9 +147,16 @@ def _explicit(index_path: str) -> str:
 
 
 def find_index(
-    storage: Storage, *, index_dir: str | None = None, index_path: str | None = None
+    storage: Storage,
+    *,
+    index_dir: str | None = None,
+    index_path: str | None = None,
+    layouts: tuple[str, ...] = ("",),
 ) -> tuple[LoadedIndex | None, list[str]]:
-    """An index on disk that matches the data as it is now, or ``None`` and why each candidate failed."""
+    """An index on disk that matches the data as it is now, or ``None`` and why each candidate failed.
+
+    ``layouts``: what its offsets may start (an index of a JSON document's elements is no index of its
+    lines, nor of the list under another field)."""
     paths = [_explicit(index_path)] if index_path else candidate_index_paths(storage.path, index_dir)
     quick = storage.stamp(fingerprint=False)  # a stat, or one HEAD request for a remote object
     full: DataStamp | None = None  # with the fingerprint: computed only when everything else matches
@@ -131,6 +177,9 @@ def find_index(
             # e.g. data.json and data.jsonl side by side share the name data.index.npy
             problems.append(f"index {path} belongs to {meta.data_path}")
             continue
+        if meta.layout not in layouts:
+            problems.append(f"index {path} indexes {meta.layout or 'lines'}, not {layouts[0] or 'lines'}")
+            continue
         now = quick
         if meta.stamp.describe_change(quick, content=False) is None:
             now = full = full or storage.stamp()
@@ -141,7 +190,7 @@ def find_index(
         attach = getattr(storage, "attach_seek_state", None)
         if attach is not None:  # gzip: seek points saved beside the index spare a full decompression
             attach(seek_state_path(path), meta.stamp, meta.checksum)
-        return LoadedIndex(found.offsets, meta.stamp, path, meta.checksum), problems
+        return LoadedIndex(found.offsets, meta.stamp, path, meta.checksum, meta.layout), problems
     return None, problems
 
 
@@ -152,6 +201,7 @@ def save_index(
     *,
     index_dir: str | None = None,
     index_path: str | None = None,
+    layout: str = "",
 ) -> str:
     """Write the index (``index_path``, else beside the data or in the cache directory); return where.
 
@@ -171,7 +221,7 @@ def save_index(
         (True, True)
     """
     refuse_data_file_as_index(storage.path, index_path, index_dir)
-    meta = meta_of(offsets, stamp, storage.path)
+    meta = meta_of(offsets, stamp, storage.path, layout)
     written = None
     if index_path:
         target = _explicit(index_path)
@@ -202,20 +252,23 @@ def load_or_build_index(
     index_path: str | None = None,
     workers: int | None = None,
     progress: bool | None = None,
+    layouts: tuple[str, ...] = ("",),
 ) -> LoadedIndex:
     """Use a matching index from disk; else build one (and save it) or, with ``build=False``, raise.
 
-    Either way the storage is then pinned to the version the index describes (``storage.pin``)."""
+    ``layouts`` are what the offsets may start: the first is built (``""``: lines; see
+    :func:`build_layout`), any is accepted from disk. Either way the storage is then pinned to the
+    version the index describes (``storage.pin``)."""
     index_dir = index_dir_from_env(index_dir)
     refuse_data_file_as_index(storage.path, index_path, index_dir)
-    found, problems = find_index(storage, index_dir=index_dir, index_path=index_path)
+    found, problems = find_index(storage, index_dir=index_dir, index_path=index_path, layouts=layouts)
     if found is None:
-        found = _build(storage, problems, build, index_dir, index_path, workers, progress)
+        found = _build(storage, problems, build, index_dir, index_path, workers, progress, layouts[0])
     storage.pin(found.stamp)
     return found
 
 
-def _build(storage, problems, build, index_dir, index_path, workers, progress) -> LoadedIndex:
+def _build(storage, problems, build, index_dir, index_path, workers, progress, layout="") -> LoadedIndex:
     if not build:
         hint = f"build it with `sjsonl index {storage.path}` or pass build_index_on_load=True"
         untrusted_only = problems and all("is not trusted" in p for p in problems)
@@ -223,13 +276,16 @@ def _build(storage, problems, build, index_dir, index_path, workers, progress) -
             kind = StaleIndexError if any("is stale" in p for p in problems) else IndexFileError
             raise kind(f"{problems[-1]}; {hint}")
         raise IndexFileError(f"no index for {storage.path}; {hint}")
-    offsets, stamp = build_offsets(storage, workers=workers, progress=progress)
+    offsets, stamp, layout = build_layout(storage, workers=workers, progress=progress, layout=layout)
     try:
-        written: str | None = save_index(storage, offsets, stamp, index_dir=index_dir, index_path=index_path)
+        written: str | None = save_index(
+            storage, offsets, stamp, index_dir=index_dir, index_path=index_path, layout=layout
+        )
     except OSError as exc:  # an index we cannot save still serves this process
         warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=4)
         written = None
-    return LoadedIndex(offsets, stamp, written, meta_of(offsets, stamp, storage.path).checksum)
+    checksum = meta_of(offsets, stamp, storage.path, layout).checksum
+    return LoadedIndex(offsets, stamp, written, checksum, layout)
 
 
 def line_number_at(source, offset: int) -> int:

@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import IndexFileError, SJSONLError, one_line
 from ..storage import DataStamp, is_url
 from ..storage.local import open_regular_file
+from ..storage.zip import split_member
 from .trust import untrusted_reason, warn_untrusted
 
 FORMAT_VERSION = 2
@@ -93,6 +94,7 @@ class IndexMeta:
     data_path: str
     checksum: int = 0  # CRC-32 of the offsets' bytes
     version: int = FORMAT_VERSION
+    layout: str = ""  # what the offsets start: "" lines; elements of a JSON document (index.elements)
 
     def to_json(self) -> bytes:
         d = {
@@ -103,6 +105,8 @@ class IndexMeta:
             "checksum": self.checksum,
             "version": self.version,
         }
+        if self.layout:  # left out for JSON Lines: their trailers read as before
+            d["layout"] = self.layout
         return json.dumps(d, sort_keys=True).encode()
 
     @classmethod
@@ -115,6 +119,7 @@ class IndexMeta:
             data_path=str(d["data_path"]),
             checksum=int(d["checksum"]),
             version=int(d["version"]),
+            layout=str(d.get("layout", "")),
         )
         if meta.records < 0 or not isinstance(meta.stamp.size, int):
             raise ValueError("negative record count or a size that is not an integer")
@@ -151,7 +156,16 @@ def _stem(data_path: str) -> str:
 
 
 def default_index_path(data_path: str) -> str:
-    """``<dir>/<stem>.index.npy`` beside the data file (``data.jsonl`` → ``data.index.npy``)."""
+    """``<dir>/<stem>.index.npy`` beside the data file (``data.jsonl`` → ``data.index.npy``); a zip
+    member's beside its archive (``d/a.zip::x/t.jsonl`` → ``d/a.zip.x%t.index.npy``).
+
+    Example:
+        >>> default_index_path("/d/a.zip::x/t.jsonl"), default_index_path("/d/t.json")
+        ('/d/a.zip.x%t.index.npy', '/d/t.index.npy')
+    """
+    archive, member = split_member(data_path)
+    if member is not None:
+        return f"{archive}.{_stem(member.replace('/', '%'))}{INDEX_SUFFIX}"
     return os.path.join(os.path.dirname(data_path), _stem(data_path) + INDEX_SUFFIX)
 
 
@@ -303,10 +317,11 @@ def _verify(offsets: np.ndarray, meta: IndexMeta, path: str) -> None:
         raise _fail(path, "points past the end of its data")
 
 
-def meta_of(offsets: np.ndarray, stamp: DataStamp, data_path: str) -> IndexMeta:
-    """The metadata to write with ``offsets`` (record count, dtype, CRC-32) for data ``stamp``."""
+def meta_of(offsets: np.ndarray, stamp: DataStamp, data_path: str, layout: str = "") -> IndexMeta:
+    """The metadata to write with ``offsets`` (record count, dtype, CRC-32) for data ``stamp``; ``layout``
+    says what they start ("": lines; see :mod:`sjsonl.index.elements`)."""
     checksum = zlib.crc32(np.ascontiguousarray(offsets).data.cast("B"))
-    return IndexMeta(stamp, len(offsets), str(offsets.dtype), data_path, checksum)
+    return IndexMeta(stamp, len(offsets), str(offsets.dtype), data_path, checksum, layout=layout)
 
 
 def _temp_tag() -> str:

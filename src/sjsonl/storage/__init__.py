@@ -7,6 +7,9 @@ One small interface, :class:`Storage` — ``size``, ``read(start, end)`` and, wh
 - :class:`LocalFile` — a local file read with ``pread`` (``mmap=False``; and under the decompressors);
 - :class:`~sjsonl.storage.compressed.GzipFile` — ``.gz``, random access through indexed_gzip seek points;
 - :class:`~sjsonl.storage.compressed.SeekableZstdFile` — ``.zst`` in the seekable zstd format;
+- :class:`~sjsonl.storage.bzip2.Bzip2File` — ``.bz2``, random access by bzip2 blocks (indexed_bzip2);
+- :class:`~sjsonl.storage.xz.XzFile` — ``.xz``, random access by xz blocks (python-xz);
+- :class:`~sjsonl.storage.zip.ZipMemberFile` — a member of a ``.zip`` (``train.zip::train.jsonl``);
 - :class:`~sjsonl.storage.remote.RemoteFile` — any fsspec URL (``s3://…``), read by byte ranges.
 
 :func:`open_storage` picks one from the path; a compressed remote file (``s3://b/x.jsonl.gz``) is a
@@ -28,9 +31,11 @@ Local files are *pinned*: opened once, and read from that open file for the stor
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Any
 
+from ..errors import DataFileError
 from .base import (
     FINGERPRINT_SPAN,
     DataStamp,
@@ -43,14 +48,20 @@ from .base import (
     stat_data_file,
     suffix_of,
 )
+from .formats import HEAD_BYTES, check_format, format_of_name
 from .local import LocalFile, MappedFile, PinnedReader, open_regular_file
+from .zip import split_member
 
 GZIP_SUFFIXES = (".gz", ".gzip")
 ZSTD_SUFFIXES = (".zst", ".zstd")
+BZIP2_SUFFIXES = (".bz2",)
+XZ_SUFFIXES = (".xz",)
 
 __all__ = [
+    "BZIP2_SUFFIXES",
     "FINGERPRINT_SPAN",
     "GZIP_SUFFIXES",
+    "XZ_SUFFIXES",
     "ZSTD_SUFFIXES",
     "DataStamp",
     "LocalFile",
@@ -88,7 +99,11 @@ def open_storage(
     """
     text = os.fspath(path)
     name = suffix_of(text)
-    compressed = name.endswith(GZIP_SUFFIXES + ZSTD_SUFFIXES)
+    if not is_url(text) and split_member(text)[1] is not None:  # archive.zip::member
+        from .zip import open_member
+
+        return open_member(text)
+    compressed = name.endswith(GZIP_SUFFIXES + ZSTD_SUFFIXES + BZIP2_SUFFIXES + XZ_SUFFIXES)
     if is_url(text) and not text.startswith("file://"):
         from .remote import RemoteFile
 
@@ -96,6 +111,15 @@ def open_storage(
     else:
         local = text[len("file://") :] if text.startswith("file://") else text
         source = MappedFile(local) if mmap and not compressed else LocalFile(local)
+    # compressed bytes under a text name (or another codec's suffix) are refused now, by their magic
+    # number, rather than failing later as text that does not decode
+    check_format(source.path, name, source.read(0, HEAD_BYTES))
+    if format_of_name(name) == "zip":
+        raise DataFileError(
+            errno.EISDIR,
+            f"{text} is a zip archive: its members are the data ({text}::<member>); JSONLDataset, "
+            "JSONLStream and load_dataset read them all",
+        )
     if name.endswith(GZIP_SUFFIXES):
         from .compressed import GzipFile
 
@@ -104,4 +128,12 @@ def open_storage(
         from .compressed import SeekableZstdFile
 
         return SeekableZstdFile(source)
+    if name.endswith(BZIP2_SUFFIXES):
+        from .bzip2 import Bzip2File
+
+        return Bzip2File(source)
+    if name.endswith(XZ_SUFFIXES):
+        from .xz import XzFile
+
+        return XzFile(source)
     return source

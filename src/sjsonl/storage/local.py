@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import errno
+import io
 import mmap
 import os
 import stat as stat_module
@@ -346,6 +347,12 @@ class PinnedReader:
 
     def writable(self) -> bool:
         return False
+
+    def write(self, data: Any) -> int:  # present because some readers (indexed_bzip2) look it up
+        raise io.UnsupportedOperation(f"{self.name} is read-only: sjsonl never writes data files")
+
+    def flush(self) -> None:
+        pass
 
     def fileno(self) -> int:
         raise OSError(errno.EBADF, "a pinned reader has no descriptor of its own")

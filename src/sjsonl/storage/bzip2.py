@@ -1,0 +1,116 @@
+"""``.bz2`` files read at random offsets through indexed_bzip2's block offsets (the ``compress`` extra).
+
+bzip2 compresses independent blocks of 100–900 KB (``-1``…``-9``); a read decompresses from the start of the
+block that holds its offset. Finding the blocks takes one full pass — the index scan makes it — and their
+offsets (compressed bit offset → decompressed byte offset, a few bytes per block) are saved beside the
+index (``.seekpoints``, tagged with the data stamp and index checksum as for gzip), so reopening, and
+every worker process, starts with them instead of decompressing the file again.
+
+Example:
+    >>> import bz2, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl.bz2")
+    >>> _ = open(path, "wb").write(bz2.compress(b'{"a": 1}\\n{"a": 2}\\n'))
+    >>> Bzip2File(LocalFile(path)).read(9, 17)
+    b'{"a": 2}'
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import require
+from .base import DataStamp
+from .local import LocalFile
+from .seekable import SeekableStreamFile, seek_blob, unseal_seek_blob
+
+__all__ = ["Bzip2File", "LocalFile"]
+
+
+class Bzip2File(SeekableStreamFile):
+    """A bzip2 file (one or several streams) read at random offsets, block by block.
+
+    Example:
+        >>> import bz2, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl.bz2")
+        >>> _ = open(path, "wb").write(bz2.compress(b"[1]\\n[2]\\n"))
+        >>> f = Bzip2File(LocalFile(path))
+        >>> list(f.chunks(4)), f.size
+        ([b'[1]\\n', b'[2]\\n'], 8)
+    """
+
+    def __init__(self, source: Any) -> None:
+        self._ibz2 = require("indexed_bzip2", "compress")
+        super().__init__(source)
+        self._seek_file: str | None = None
+        self._seek_tag: tuple[dict, int] | None = None
+
+    def _decompressor(self, fileobj: Any) -> Any:
+        # parallelization=1: one thread per handle; DataLoader workers already use the cores
+        handle = self._ibz2.IndexedBzip2File(fileobj, parallelization=1)
+        points = self._load_points()
+        if points:
+            try:
+                handle.set_block_offsets(points)
+            except Exception:  # unusable points only cost speed: a seek rebuilds them
+                handle = self._ibz2.IndexedBzip2File(self._compressed(), parallelization=1)
+        return handle
+
+    def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
+        handle = super()._open_handle(inherited)
+        if handle is not None and inherited is not None and inherited[1] is not None and not self._seek_file:
+            lock, parent = inherited  # after a fork: start from the parent's blocks when it is not mid-read
+            if lock.acquire(blocking=False):
+                try:
+                    if parent.block_offsets_complete():
+                        handle.set_block_offsets(parent.block_offsets())
+                finally:
+                    lock.release()
+        return handle
+
+    # ---- block offsets saved beside the index (called by the index layer, as for gzip)
+    def export_seek_state(self, stamp: DataStamp, index_checksum: int = 0) -> bytes | None:
+        """This process's block offsets, tagged with ``stamp`` and the index (``None`` unless complete)."""
+        state = self._state
+        if state is None or state[2] is None:
+            return None
+        with state[1]:
+            if not state[2].block_offsets_complete():
+                return None
+            offsets = state[2].block_offsets()
+        pairs = np.array(sorted(offsets.items()), dtype="<i8").reshape(-1, 2)
+        return seek_blob(pairs.tobytes(), stamp, index_checksum)
+
+    def attach_seek_state(self, path: str, stamp: DataStamp, index_checksum: int = 0) -> None:
+        """Use the block offsets in ``path`` (if saved for ``stamp`` and this index) in new handles."""
+        self._seek_file, self._seek_tag = path, (stamp.to_dict(), index_checksum)
+        self._size = stamp.size if stamp.size >= 0 else None
+
+    def _load_points(self) -> dict[int, int] | None:
+        if self._seek_file is None or self._seek_tag is None:
+            return None
+        try:
+            with open(self._seek_file, "rb") as f:
+                blob = f.read(64 << 20)
+        except OSError:
+            return None
+        points = unseal_seek_blob(blob, self._seek_tag)
+        if points is None or len(points) % 16:
+            return None
+        pairs = np.frombuffer(points, dtype="<i8").reshape(-1, 2)
+        return {int(a): int(b) for a, b in pairs.tolist()}
+
+    def refresh(self) -> None:
+        super().refresh()
+        self._seek_file, self._seek_tag = None, None
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_ibz2", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._ibz2 = require("indexed_bzip2", "compress")

@@ -1,0 +1,287 @@
+"""Members of a ``.zip`` archive read in place: ``train.zip`` is its data members, each a file of its own
+(named ``train.zip::member``), as 🤗 reads the files an archive holds.
+
+A *stored* member is a byte range of the archive: random access costs what a plain file's does. A
+*deflated* member is decompressed once front to back — the index scan does it — leaving restart points
+every :data:`ZIP_SPACING` decompressed bytes (a copy of zlib's state, with its 32 KiB window), so a read
+decompresses from the nearest point before it. The points live in memory: a forked worker inherits them,
+a spawned one (a pickled copy) makes them again with one pass on its first read. Other methods (bzip2,
+lzma inside a zip) are refused with a recipe.
+
+Every member is pinned to the archive's version: any change to the ``.zip`` makes each member's index
+stale, and an open dataset refuses the new bytes.
+
+Example:
+    >>> import os, tempfile, zipfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.zip")
+    >>> with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+    ...     z.writestr("a.jsonl", '{"a": 1}\\n{"a": 2}\\n')
+    ...     z.writestr("__MACOSX/._a.jsonl", "junk")
+    >>> members = zip_members(path)
+    >>> [m.rsplit("/", 1)[-1] for m in members]
+    ['d.zip::a.jsonl']
+    >>> ZipMemberFile(LocalFile(path), "a.jsonl").read(9, 17)
+    b'{"a": 2}'
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import os
+import struct
+import threading
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..errors import DataFileError
+from .base import is_url
+from .formats import HEAD_BYTES, check_format, format_of_name
+from .local import LocalFile
+from .seekable import SeekableStreamFile
+
+__all__ = [
+    "MEMBER_SEP",
+    "ZIP_SPACING",
+    "LocalFile",
+    "ZipMemberFile",
+    "expand_archives",
+    "open_member",
+    "split_member",
+    "zip_members",
+]
+
+#: between the archive's path and a member's name
+MEMBER_SEP = "::"
+#: decompressed bytes between restart points of a deflated member (each keeps ~40 KiB of zlib state)
+ZIP_SPACING = 1 << 20
+_IN_CHUNK = 64 << 10
+_OUT_STEP = 256 << 10  # decompressed bytes per zlib call: points land within this of their place
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature .. file name length, extra field length
+
+
+def split_member(path: str) -> tuple[str, str | None]:
+    """``(archive, member)`` for ``a.zip::m.jsonl``; ``(path, None)`` for anything else.
+
+    Example:
+        >>> split_member("/d/train.zip::part/1.jsonl"), split_member("/d/x.jsonl")
+        (('/d/train.zip', 'part/1.jsonl'), ('/d/x.jsonl', None))
+    """
+    archive, sep, member = path.partition(".zip" + MEMBER_SEP)
+    if not sep:
+        archive, sep, member = path.partition(".ZIP" + MEMBER_SEP)
+    return (archive + sep[:4], member) if sep else (path, None)
+
+
+def _is_data_member(info: zipfile.ZipInfo) -> bool:
+    # what 🤗's archive iteration skips: folders, hidden files, __MACOSX and other __special__ parts
+    parts = info.filename.split("/")
+    return not info.is_dir() and not any(p.startswith((".", "__")) for p in parts)
+
+
+def zip_members(path: str | os.PathLike[str]) -> list[str]:
+    """The data members of the archive at ``path`` as ``archive::member`` paths, in name order.
+
+    Example:
+        >>> import os, tempfile, zipfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "e.zip")
+        >>> zipfile.ZipFile(path, "w").close()
+        >>> zip_members(path)
+        []
+    """
+    text = os.fspath(path)
+    try:
+        with zipfile.ZipFile(text) as archive:
+            infos = archive.infolist()
+    except zipfile.BadZipFile as exc:
+        raise DataFileError(errno.EINVAL, f"cannot read zip archive {text}: {exc}") from None
+    names = sorted(i.filename for i in infos if _is_data_member(i))
+    return [f"{text}{MEMBER_SEP}{name}" for name in names]
+
+
+def open_member(path: str) -> ZipMemberFile:
+    """The storage for ``archive.zip::member``; a member whose name or first bytes say it is compressed
+    itself is refused (extract it), never read as text.
+
+    Example:
+        >>> import os, tempfile, zipfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.zip")
+        >>> with zipfile.ZipFile(path, "w") as z:
+        ...     z.writestr("t.jsonl.gz", b"\\x1f\\x8b...")
+        >>> open_member(path + "::t.jsonl.gz")
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.DataFileError: ...d.zip::t.jsonl.gz is gzip-compressed inside a zip archive: ...
+    """
+    archive, member = split_member(path)
+    if member is None:
+        raise DataFileError(errno.EINVAL, f"{path} names no member of a zip archive (archive.zip::member)")
+    nested = format_of_name(member.lower())
+    if nested is not None:
+        raise DataFileError(
+            errno.EINVAL,
+            f"{path} is {nested}-compressed inside a zip archive: sjsonl reads one level of compression "
+            f"in place; extract it: unzip {archive} {member!r}",
+        )
+    storage = ZipMemberFile(LocalFile(archive), member)
+    check_format(storage.path, member.lower(), storage.read(0, HEAD_BYTES))
+    return storage
+
+
+def expand_archives(paths: Iterable[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    """``paths`` with each local ``.zip`` replaced by its data members (:func:`zip_members`).
+
+    Example:
+        >>> expand_archives(["a.jsonl", "s3://b/c.jsonl"])
+        ['a.jsonl', 's3://b/c.jsonl']
+    """
+    out: list[str | os.PathLike[str]] = []
+    for p in paths:
+        text = os.fspath(p)
+        if text.lower().endswith(".zip") and not is_url(text):
+            out.extend(zip_members(text))
+        else:
+            out.append(p)
+    return out
+
+
+class _StoredMember:
+    """An uncompressed member: a window on the archive's file object."""
+
+    def __init__(self, fileobj: Any, start: int, size: int) -> None:
+        self.fileobj, self.start, self.size, self.pos = fileobj, start, size, 0
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self.pos = max(0, offset if whence == os.SEEK_SET else self.size + offset)
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.size - self.pos if n < 0 else min(n, self.size - self.pos)
+        if n <= 0:
+            return b""
+        self.fileobj.seek(self.start + self.pos)
+        data = self.fileobj.read(n)
+        if len(data) != n:
+            raise EOFError(f"the member ends {n - len(data)} bytes early: the archive was cut short")
+        self.pos += n
+        return bytes(data)
+
+
+class _DeflatedMember(_StoredMember):
+    """A deflated member, read from the nearest restart point; the points are made as reads first pass
+    them (the index scan's pass makes them all)."""
+
+    def __init__(self, fileobj: Any, start: int, compressed: int, size: int) -> None:
+        super().__init__(fileobj, start, size)
+        self.compressed = compressed
+        # (decompressed offset, offset of the next compressed byte, zlib's state there): never used
+        # itself, only copied, so a forked child may share the parent's
+        self.points: list[tuple[int, int, Any]] = [(0, 0, zlib.decompressobj(-15))]
+        self.complete = False
+
+    def _inflate(self, point: tuple[int, int, Any], until: int, learn: bool) -> Iterator[tuple[int, bytes]]:
+        """(decompressed offset, bytes) from ``point`` on, to ``until``; ``learn``: add points passed."""
+        out_pos, in_pos, state = point
+        d, pending = state.copy(), b""
+        while out_pos < until:
+            if not pending:
+                if in_pos >= self.compressed:
+                    break
+                self.fileobj.seek(self.start + in_pos)
+                pending = self.fileobj.read(min(_IN_CHUNK, self.compressed - in_pos))
+                if not pending:
+                    raise EOFError("the archive was cut short inside this member")
+                in_pos += len(pending)
+            if learn and out_pos >= self.points[-1][0] + ZIP_SPACING:
+                self.points.append((out_pos, in_pos - len(pending), d.copy()))
+            data = d.decompress(pending, _OUT_STEP)
+            pending = d.unconsumed_tail
+            if data:
+                yield out_pos, data
+                out_pos += len(data)
+            elif d.eof:
+                break
+        if learn and out_pos >= self.size:
+            if out_pos != self.size or not d.eof:
+                raise zlib.error(f"decompressed to {out_pos}+ bytes; the archive says {self.size}")
+            self.complete = True
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.size - self.pos if n < 0 else min(n, self.size - self.pos)
+        if n <= 0:
+            return b""
+        start, end = self.pos, self.pos + n
+        i = bisect.bisect_right(self.points, start, key=lambda p: p[0]) - 1
+        learn = not self.complete and i == len(self.points) - 1  # past the last point: make more
+        parts = []
+        for at, data in self._inflate(self.points[i], end, learn):
+            lo, hi = max(start - at, 0), min(end - at, len(data))
+            if hi > lo:
+                parts.append(data[lo:hi])
+        got = b"".join(parts)
+        if len(got) != n:
+            raise EOFError(f"the member ends {n - len(got)} bytes early: the archive was cut short")
+        self.pos = end
+        return got
+
+
+class ZipMemberFile(SeekableStreamFile):
+    """One member of a zip archive, read at random offsets (see the module docstring).
+
+    Example:
+        >>> import os, tempfile, zipfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.zip")
+        >>> with zipfile.ZipFile(path, "w") as z:   # stored: a byte range of the archive
+        ...     z.writestr("t.jsonl", "[1]\\n[2]\\n")
+        >>> f = ZipMemberFile(LocalFile(path), "t.jsonl")
+        >>> f.read(4, 7), f.size, f.path.endswith("d.zip::t.jsonl")
+        (b'[2]', 8, True)
+    """
+
+    coalesce_gap = ZIP_SPACING // 2
+    _errors = (*SeekableStreamFile._errors, zipfile.BadZipFile, zlib.error)
+
+    def __init__(self, source: Any, member: str) -> None:
+        super().__init__(source)
+        self.member = member
+        self.path = f"{source.path}{MEMBER_SEP}{member}"
+
+    def _decompressor(self, fileobj: Any) -> Any:
+        with zipfile.ZipFile(fileobj) as archive:
+            try:
+                info = archive.getinfo(self.member)
+            except KeyError:
+                raise DataFileError(
+                    errno.ENOENT, f"no member {self.member!r} in zip archive {self.source.path}"
+                ) from None
+        fileobj.seek(info.header_offset)
+        header = fileobj.read(_LOCAL_HEADER.size)
+        fields = _LOCAL_HEADER.unpack(header)
+        if fields[0] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header for member {self.member!r}")
+        start = info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]
+        if info.compress_type == zipfile.ZIP_STORED:
+            return _StoredMember(fileobj, start, info.file_size)
+        if info.compress_type == zipfile.ZIP_DEFLATED:
+            return _DeflatedMember(fileobj, start, info.compress_size, info.file_size)
+        raise DataFileError(
+            errno.EINVAL,
+            f"member {self.member!r} of {self.source.path} uses zip compression method "
+            f"{info.compress_type}; sjsonl reads stored and deflated members: extract it (unzip -p "
+            f"{self.source.path} {self.member} > {os.path.basename(self.member)})",
+        )
+
+    def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
+        handle = super()._open_handle(inherited)
+        if isinstance(handle, _DeflatedMember) and inherited is not None and inherited[1] is not None:
+            lock, parent = inherited  # after a fork: the parent's restart points, when it is not mid-read
+            if lock.acquire(blocking=False):
+                try:
+                    handle.points, handle.complete = list(parent.points), parent.complete
+                finally:
+                    lock.release()
+        if handle is not None:
+            self._size = handle.size  # the archive's directory says it: no pass needed
+        return handle

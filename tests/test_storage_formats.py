@@ -1,0 +1,93 @@
+"""Compressed bytes under a wrong name are told by their magic number: one clear error naming the format and
+the fix, never an index of compressed bytes as text. Plain (single-frame) ``.zst`` streams."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sjsonl import DataFileError, JSONLDataset, load_dataset
+from sjsonl.storage.formats import sniff
+from sjsonl.streaming import JSONLStream
+
+ROWS = b'{"a": 1}\n{"a": 2}\n'
+
+
+def _zip(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("train.jsonl", data)
+    return buf.getvalue()
+
+
+def _compressed() -> dict[str, bytes]:
+    pyzstd = pytest.importorskip("pyzstd")
+    return {
+        "gzip": gzip.compress(ROWS),
+        "zstd": pyzstd.compress(ROWS),
+        "bzip2": bz2.compress(ROWS),
+        "xz": lzma.compress(ROWS),
+        "zip": _zip(ROWS),
+        "lzma": lzma.compress(ROWS, format=lzma.FORMAT_ALONE),
+    }
+
+
+@pytest.mark.parametrize("name", ["train.jsonl", "train.json", "train", "train.ndjson"])
+def test_compressed_bytes_under_a_text_name_are_refused_by_format(tmp_path: Path, name: str) -> None:
+    for fmt, data in _compressed().items():
+        path = tmp_path / fmt / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        assert sniff(data[:8]) == fmt
+        with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data, not text") as info:
+            JSONLDataset(path)
+        assert "\n" not in str(info.value) and (
+            "rename it" in str(info.value) or "decompress" in str(info.value)
+        )
+        with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data"):
+            list(JSONLStream(path))
+        with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data"):
+            load_dataset(str(path), split="train")
+        assert not list(path.parent.glob("*.index.*"))  # nothing was indexed
+
+
+def test_the_fix_it_names_works(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(gzip.compress(ROWS))
+    with pytest.raises(DataFileError) as info:
+        JSONLDataset(path)
+    assert f"rename it to {path}.gz" in str(info.value)
+    path.rename(f"{path}.gz")
+    assert list(JSONLDataset(f"{path}.gz")) == [{"a": 1}, {"a": 2}]
+
+
+def test_one_codec_under_another_codecs_suffix(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl.gz"
+    path.write_bytes(bz2.compress(ROWS))
+    with pytest.raises(DataFileError, match="holds bzip2-compressed data, not gzip as its name says"):
+        JSONLDataset(path)
+
+
+def test_text_that_looks_like_nothing_compressed_still_reads(tmp_path: Path) -> None:
+    """Every byte a JSON text can start with is none of the magic numbers."""
+    for head in [b'{"a": 1}\n', b"[1]\n", b'"BZh9"\n', b"7\n", b"\xef\xbb\xbf{}\n", b"  \r\n{}\n", b"null\n"]:
+        assert sniff(head) is None
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(head)
+        assert len(JSONLDataset(path)) == 1
+
+
+def test_a_plain_zst_streams_and_is_refused_for_random_access(tmp_path: Path) -> None:
+    pyzstd = pytest.importorskip("pyzstd")
+    path = tmp_path / "d.jsonl.zst"
+    path.write_bytes(pyzstd.compress(ROWS * 1000))
+    assert list(JSONLStream(path)) == [{"a": 1}, {"a": 2}] * 1000
+    assert len(list(load_dataset(str(path), split="train", streaming=True))) == 2000
+    with pytest.raises(DataFileError, match="not in the seekable zstd format"):
+        JSONLDataset(path)
