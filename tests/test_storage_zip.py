@@ -114,6 +114,9 @@ def test_members_it_cannot_read_in_place_are_refused_with_a_recipe(tmp_path: Pat
     other = write_zip(tmp_path / "b.zip", {"t.jsonl": b'{"a": 1}\n'}, zipfile.ZIP_BZIP2)
     with pytest.raises(DataFileError, match=r"compression method 12.*unzip -p"):
         JSONLDataset(other)
+    empty = write_zip(tmp_path / "e.zip", {".hidden.jsonl": b"{}\n"}, zipfile.ZIP_STORED)
+    with pytest.raises(DataFileError, match=r"e\.zip holds no data files"):
+        JSONLDataset(empty)
     with pytest.raises(DataFileError, match=r"no member 'nope\.jsonl'"):
         JSONLDataset(f"{other}::nope.jsonl")
 

@@ -154,15 +154,3 @@ class SeekableStreamFile(_PerProcessHandle):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._state = None
-
-
-def corrupt(path: str, why: str) -> DataFileError:
-    """The error for compressed data that cannot be read as it is.
-
-    Example:
-        >>> str(corrupt("/d.xz", "bad block"))
-        'cannot decompress /d.xz: bad block'
-    """
-    import errno
-
-    return DataFileError(errno.EIO, f"cannot decompress {path}: {why}")

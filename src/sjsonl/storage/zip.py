@@ -141,7 +141,10 @@ def expand_archives(paths: Iterable[str | os.PathLike[str]]) -> list[str | os.Pa
     for p in paths:
         text = os.fspath(p)
         if text.lower().endswith(".zip") and not is_url(text):
-            out.extend(zip_members(text))
+            members = zip_members(text)
+            if not members:
+                raise DataFileError(errno.ENOENT, f"zip archive {text} holds no data files")
+            out.extend(members)
         else:
             out.append(p)
     return out
