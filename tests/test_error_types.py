@@ -105,13 +105,18 @@ def bad_file(tmp_path: Path) -> Path:
     return path
 
 
+GOOD = [{"i": i} for i in range(20)]  # the records of bad_file before its bad last line
+
+
 def test_dataloader_workers_raise_record_decode_error_by_type(bad_file: Path) -> None:
     ds = JSONLDataset(bad_file)
     loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, collate_fn=lambda b: b)
+    got: list = []
     with pytest.raises(RecordDecodeError) as info:
-        for _ in loader:
-            pass
+        for batch in loader:
+            got.extend(batch)
     assert "bad.jsonl:21" in str(info.value) and "DataLoader worker" in str(info.value)
+    assert got == GOOD  # in order, every good batch before the bad one, nothing from the wrong place
 
 
 def test_mindspore_dataloader_reports_the_type_in_its_runtime_error(bad_file: Path) -> None:
@@ -121,10 +126,12 @@ def test_mindspore_dataloader_reports_the_type_in_its_runtime_error(bad_file: Pa
     from mindspore.dataset.dataloader import DataLoader
 
     loader = DataLoader(JSONLDataset(bad_file), batch_size=4, num_workers=2, collate_fn=lambda b: b)
+    got: list = []
     with pytest.raises(RuntimeError) as info:
-        for _ in loader:
-            pass
+        for batch in loader:
+            got.extend(batch)
     assert "caught RecordDecodeError" in str(info.value) and "bad.jsonl:21" in str(info.value)
+    assert all(r in GOOD for r in got)  # whatever arrived before the error is right
 
 
 def test_generator_dataset_reports_the_type_in_its_runtime_error(bad_file: Path) -> None:
@@ -137,7 +144,9 @@ def test_generator_dataset_reports_the_type_in_its_runtime_error(bad_file: Path)
         sms.make_schema(source_ds)
     schema = sms.make_schema(source_ds.take(20), infer_rows=20)  # so that a worker meets the bad line
     gd = sms.to_generator_dataset(source_ds, schema=schema, num_parallel_workers=2)
+    got: list[int] = []
     with pytest.raises(RuntimeError) as info:
-        for _ in gd.create_tuple_iterator(num_epochs=1):
-            pass
+        for (i,) in gd.create_tuple_iterator(num_epochs=1, output_numpy=True):
+            got.append(int(i))
     assert "sjsonl.errors.RecordDecodeError" in str(info.value) and "bad.jsonl:21" in str(info.value)
+    assert set(got) <= set(range(20))  # whatever arrived before the error is right

@@ -1,0 +1,30 @@
+"""The ``shared_data`` fixture's gate: on a user's clone (no ``../shared``) tests that need it skip with a
+reason; with ``SJSONL_REQUIRE_SHARED=1`` (what ``.ci/run`` sets) the same absence fails the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NODE = "tests/test_storage_zip.py::test_human_eval_zipped"  # a test that takes shared_data
+
+
+def _run(tmp_path: Path, require: bool) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SJSONL_SHARED_DATA": str(tmp_path / "no-such-shared" / "data")}
+    env.pop("SJSONL_REQUIRE_SHARED", None)
+    if require:
+        env["SJSONL_REQUIRE_SHARED"] = "1"
+    args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--no-header", NODE]
+    return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_missing_shared_data_skips_on_a_clone_and_fails_in_ci(tmp_path: Path) -> None:
+    clone = _run(tmp_path, require=False)
+    assert clone.returncode == 0, clone.stdout + clone.stderr
+    assert "1 skipped" in clone.stdout and "real test data not found" in clone.stdout
+    ci = _run(tmp_path, require=True)
+    assert ci.returncode == 1, ci.stdout + ci.stderr
+    assert "1 error" in ci.stdout and "SJSONL_REQUIRE_SHARED=1" in ci.stdout
