@@ -32,7 +32,7 @@ from typing import Any
 from .decode import excerpt, loads
 from .errors import RecordDecodeError, SJSONLError
 from .index import line_number_at
-from .index.elements import ARRAY, array_end, element_bytes, first_byte, layout_tag
+from .index.elements import ARRAY, element_bytes, first_byte, layout_tag, records_end
 from .source import Decoder, IndexedFile, iter_blocks
 from .storage import Storage, byte_view, suffix_of
 from .storage.formats import format_of_name
@@ -138,9 +138,7 @@ class DocumentFile(IndexedFile):
     def __init__(self, path: str | os.PathLike[str], *, field: str | None = None, **kwargs: Any) -> None:
         self.field = field
         super().__init__(path, layouts=self._layouts, **kwargs)
-        if self.layout and self.n:  # the last element ends at the closing bracket: scan the tail only
-            read = self.storage.read
-            self.end = array_end(read, int(self.offsets[-1]), 1 if self.layout == ARRAY else 2)
+        self.end = records_end(self.storage.read, self.offsets, self.layout, self.end)
 
     def _layouts(self, storage: Storage) -> tuple[str, ...]:
         return layouts_for(storage, self.field)

@@ -26,7 +26,7 @@ from .document import layouts_for
 from .errors import ArgumentTypeError, RecordDecodeError
 from .index import line_number_at
 from .index.build import build_layout, save_index
-from .index.elements import ARRAY, array_end, element_bytes
+from .index.elements import element_bytes, records_end
 from .index.store import DataStamp
 from .source import iter_blocks
 from .storage import byte_view, open_storage
@@ -127,9 +127,7 @@ class JSONLIndexer:
         assert self.index is not None and self.stamp is not None
         errors: list[RecordDecodeError] = []
         total = 0
-        end = self.stamp.size
-        if self.layout and len(self.index):  # the last element ends at the array's closing bracket
-            end = array_end(self.storage.read, int(self.index[-1]), 1 if self.layout == ARRAY else 2)
+        end = records_end(self.storage.read, self.index, self.layout, self.stamp.size)
         blocks = iter_blocks(self.storage, self.index, end, 0, len(self.index))
         for buf, base, bounds in blocks:
             for start, end in itertools.pairwise(bounds):

@@ -22,7 +22,7 @@ import numpy as np
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
 from ..storage import DataStamp, LocalFile, Storage, is_url
-from .elements import NotADocument, iter_reads, scan_elements
+from .elements import NotADocument, field_of, scan_elements
 from .scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from .store import (
     LEGACY_META_SUFFIX,
@@ -46,13 +46,11 @@ def _scan(storage: Storage, before: DataStamp, workers: int | None, progress: bo
     chunks; for a JSON document (``layout``), its elements — or its lines, when it turns out to be none."""
     desc = f"indexing {os.path.basename(storage.path)}"
     if layout:
-        field = layout.partition(":")[2] if ":" in layout else None
-        chunks = getattr(storage, "chunks", None)
-        reads = chunks(CHUNK_BYTES) if chunks is not None else iter_reads(storage.read, CHUNK_BYTES)
+        reads = storage.chunks(CHUNK_BYTES)  # type: ignore[attr-defined]
         bar = Progress(before.size if before.size >= 0 else None, desc, progress, size_hint=before.stored)
         try:
             update = bar.update
-            found = scan_elements(reads if update is None else _counted(reads, update), field)
+            found = scan_elements(reads if update is None else _counted(reads, update), field_of(layout))
             return found.starts.astype(offset_dtype(found.size)), found.size, layout
         except NotADocument:  # a .json file of lines whose records are arrays
             pass

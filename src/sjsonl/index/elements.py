@@ -318,6 +318,20 @@ def array_end(read: Callable[[int, int], bytes], start: int, depth: int, step: i
     raise DocumentError("the JSON document ends inside its array (a partial file?)")
 
 
+def records_end(read: Callable[[int, int], bytes], offsets: np.ndarray, layout: str, size: int) -> int:
+    """Where the last record of an index ends: the data's ``size`` for lines; for a document's elements,
+    the array's closing bracket (:func:`array_end`, a scan of the tail only).
+
+    Example:
+        >>> data = b'[{"a": 1},\\n {"a": 2}\\n]\\n'
+        >>> records_end(lambda lo, hi: data[lo:hi], np.array([1, 12]), ARRAY, len(data))
+        21
+    """
+    if not layout or not len(offsets):
+        return size
+    return array_end(read, int(offsets[-1]), array_depth(layout))
+
+
 def element_bytes(raw: bytes) -> bytes:
     """An element's bytes from its index span: the ``,`` and whitespace after it dropped.
 
@@ -350,14 +364,21 @@ def layout_tag(field: str | None) -> str:
     return ARRAY if field is None else FIELD + field
 
 
-def iter_reads(read: Callable[[int, int], bytes], step: int) -> Iterator[bytes]:
-    """``read(lo, hi)`` front to back, ``step`` bytes at a time, until it returns nothing.
+def field_of(layout: str) -> str | None:
+    """The ``field`` a layout tag names (``None`` for a bare array): :func:`layout_tag`'s inverse.
 
     Example:
-        >>> list(iter_reads(lambda lo, hi: b"abcde"[lo:hi], 2))
-        [b'ab', b'cd', b'e']
+        >>> field_of("json-array"), field_of("json-field:data")
+        (None, 'data')
     """
-    pos = 0
-    while chunk := read(pos, pos + step):
-        pos += len(chunk)
-        yield chunk
+    return layout[len(FIELD) :] if layout.startswith(FIELD) else None
+
+
+def array_depth(layout: str) -> int:
+    """The nesting depth of the rows' array: 1 inside a bare array, 2 under a field.
+
+    Example:
+        >>> array_depth("json-array"), array_depth("json-field:data")
+        (1, 2)
+    """
+    return 1 if field_of(layout) is None else 2
