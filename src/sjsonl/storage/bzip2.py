@@ -42,20 +42,21 @@ class Bzip2File(SeekableStreamFile):
     """
 
     def __init__(self, source: Any) -> None:
-        self._ibz2 = require("indexed_bzip2", "compress")
+        require("indexed_bzip2", "compress")  # a missing extra is an error on open, not on the first read
         super().__init__(source)
         self._seek_file: str | None = None
         self._seek_tag: tuple[dict, int] | None = None
 
     def _decompressor(self, fileobj: Any) -> Any:
         # parallelization=1: one thread per handle; DataLoader workers already use the cores
-        handle = self._ibz2.IndexedBzip2File(fileobj, parallelization=1)
+        ibz2 = require("indexed_bzip2", "compress")
+        handle = ibz2.IndexedBzip2File(fileobj, parallelization=1)
         points = self._load_points()
         if points:
             try:
                 handle.set_block_offsets(points)
             except Exception:  # unusable points only cost speed: a seek rebuilds them
-                handle = self._ibz2.IndexedBzip2File(self._compressed(), parallelization=1)
+                handle = ibz2.IndexedBzip2File(self._compressed(), parallelization=1)
         return handle
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
@@ -105,12 +106,3 @@ class Bzip2File(SeekableStreamFile):
     def refresh(self) -> None:
         super().refresh()
         self._seek_file, self._seek_tag = None, None
-
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state.pop("_ibz2", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        super().__setstate__(state)
-        self._ibz2 = require("indexed_bzip2", "compress")

@@ -62,6 +62,7 @@ class _PerProcessHandle:
     source: Any
     path: str
     _state: tuple[int, threading.Lock, Any] | None
+    _size: int | None  # decompressed size, once known
 
     def _handle(self) -> tuple[threading.Lock, Any]:
         state = self._state
@@ -100,11 +101,12 @@ class _PerProcessHandle:
         return read_sequentially(self, ranges)  # type: ignore[arg-type]
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
-        """The decompressed data front to back, ``chunk_bytes`` at a time."""
+        """The decompressed data front to back, ``chunk_bytes`` at a time; a whole pass learns the size."""
         pos = 0
         while data := self.read(pos, pos + chunk_bytes):  # type: ignore[attr-defined]
             pos += len(data)
             yield data
+        self._size = pos
 
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
         """The compressed bytes' stamp; ``size`` is ``-1``: the decompressed size is the index's to know."""
@@ -233,11 +235,8 @@ class GzipFile(_PerProcessHandle):
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
         """The decompressed data front to back; the pass also builds every seek point (kept for reads)."""
-        pos = 0
-        for data in super().chunks(chunk_bytes):
-            pos += len(data)
-            yield data
-        self._size = self._seek_size = pos
+        yield from super().chunks(chunk_bytes)
+        pos = self._seek_size = self._size
         lock, handle = self._handle()
         if handle is not None and pos:
             try:
@@ -333,6 +332,8 @@ class SeekableZstdFile(_PerProcessHandle):
         >>> f.read(4, 7), f.size
         (b'[2]', 8)
     """
+
+    _size: int  # from the seek table, known on open
 
     def __init__(self, source: Any) -> None:
         self._zstd = require("pyzstd", "compress")

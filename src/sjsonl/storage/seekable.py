@@ -21,7 +21,6 @@ import json
 import os
 import threading
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 from ..errors import DataFileError, StaleDataError
@@ -131,14 +130,6 @@ class SeekableStreamFile(_PerProcessHandle):
             raise
         except self._errors as exc:
             raise self._failed(exc) from None
-
-    def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
-        """The decompressed data front to back (the pass also learns every block boundary)."""
-        pos = 0
-        for data in super().chunks(chunk_bytes):
-            pos += len(data)
-            yield data
-        self._size = pos
 
     def reset_handles(self) -> None:
         super().reset_handles()

@@ -53,12 +53,12 @@ class XzFile(SeekableStreamFile):
     """
 
     def __init__(self, source: Any) -> None:
-        self._xz = require("xz", "compress")
+        xz = require("xz", "compress")
         super().__init__(source)
-        self._errors = (*SeekableStreamFile._errors, self._xz.XZError)
+        self._errors = (*SeekableStreamFile._errors, xz.XZError)  # classes pickle by name
 
     def _decompressor(self, fileobj: Any) -> Any:
-        handle = self._xz.XZFile(fileobj, "r")
+        handle = require("xz", "compress").XZFile(fileobj, "r")
         bounds = [*handle.block_boundaries, len(handle)]
         block = max((b - a for a, b in itertools.pairwise(bounds)), default=0)
         if block > XZ_MAX_BLOCK:
@@ -72,14 +72,3 @@ class XzFile(SeekableStreamFile):
         if handle is not None:
             self._size = len(handle)  # the xz index says it: no pass needed
         return handle
-
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        for key in ("_xz", "_errors"):
-            state.pop(key, None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        super().__setstate__(state)
-        self._xz = require("xz", "compress")
-        self._errors = (*SeekableStreamFile._errors, self._xz.XZError)
