@@ -24,10 +24,11 @@ from __future__ import annotations
 import bz2
 import copy
 import gzip
+import itertools
 import lzma
 import os
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, BinaryIO
 
@@ -66,24 +67,16 @@ def _open(path: str) -> BinaryIO:
     return open(path, "rb", buffering=1 << 20)
 
 
-def _chunked_lines(path: str, storage_options: dict | None) -> Iterator[bytes]:
-    """Lines (each with its ``\n``, but perhaps the last) of any storage, read in large sequential chunks."""
+def _lines_of(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines (each with its ``\n``, but perhaps the last) of a stream of chunks."""
     pending = b""
-    for chunk in open_storage(path, storage_options).chunks(_CHUNK_BYTES):  # type: ignore[attr-defined]
+    for chunk in chunks:
         parts = (pending + chunk).split(b"\n")
         pending = parts.pop()
         for part in parts:
             yield part + b"\n"
     if pending:
         yield pending
-
-
-def _lines(path: str, storage_options: dict | None) -> Iterator[bytes]:
-    if _is_plain_local(path):
-        with _open(path) as f:
-            yield from f
-    else:
-        yield from _chunked_lines(path, storage_options)
 
 
 def _chunks(path: str, storage_options: dict | None) -> Iterator[bytes]:
@@ -95,28 +88,50 @@ def _chunks(path: str, storage_options: dict | None) -> Iterator[bytes]:
         yield from open_storage(path, storage_options).chunks(_CHUNK_BYTES)  # type: ignore[attr-defined]
 
 
+def _file_lines(path: str) -> Iterator[bytes]:
+    with _open(path) as f:  # binary-mode file iteration: the fastest line split there is
+        yield from f
+
+
+def _non_blank(lines: Iterable[bytes]) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, bytes)`` of each line that is not blank (a leading BOM dropped)."""
+    offset = 0
+    for lineno, line in enumerate(lines, 1):
+        start = offset
+        offset += len(line)
+        body = line[3:] if lineno == 1 and line.startswith(_BOM) else line
+        if body.strip(_WS):
+            yield lineno, start, body
+
+
+def _raw_records(
+    path: str, storage_options: dict | None, field: str | None
+) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, bytes)`` of each record of one file: its lines, or the elements of a
+    JSON document (decided on its first chunk; the file is read once)."""
+    if field is None and not is_json_name(path):
+        yield from _non_blank(
+            _file_lines(path) if _is_plain_local(path) else _lines_of(_chunks(path, storage_options))
+        )
+        return
+    chunks = _chunks(path, storage_options)
+    first = next(chunks, b"")
+    data = itertools.chain([first], chunks)
+    if field is None and not is_array_document(first[: 1 << 20]):
+        yield from _non_blank(_lines_of(data))
+        return
+    for start, lineno, body in iter_elements(data, field):
+        yield lineno, start, body
+
+
 def iter_lines(
     paths: Sequence[str], storage_options: dict | None = None, field: str | None = None
 ) -> Iterator[tuple[str, int, int, bytes]]:
     """``(path, line number, byte offset, bytes)`` of every non-blank line of ``paths``, in order — or of
     every element, for a JSON document (see :mod:`sjsonl.document`; ``field``: the rows' top-level key)."""
     for path in paths:
-        if field is not None or (is_json_name(path) and _opens_array(path, storage_options)):
-            for start, lineno, body in iter_elements(_chunks(path, storage_options), field):
-                yield path, lineno, start, body
-            continue
-        offset = 0
-        for lineno, line in enumerate(_lines(path, storage_options), 1):
-            start = offset
-            offset += len(line)
-            body = line[3:] if lineno == 1 and line.startswith(_BOM) else line
-            if body.strip(_WS):
-                yield path, lineno, start, body
-
-
-def _opens_array(path: str, storage_options: dict | None) -> bool:
-    head = b"".join(islice(_chunks(path, storage_options), 1))[: 1 << 20]
-    return is_array_document(head)
+        for lineno, start, body in _raw_records(path, storage_options, field):
+            yield path, lineno, start, body
 
 
 def decode_line(path: str, lineno: int, start: int, body: bytes) -> Any:
@@ -184,7 +199,7 @@ class JSONLStream:
         # Views act on raw lines, so skipped and other shards' lines are never parsed, and a bad line
         # still reports its file and line number after a shuffle.
         lines: Iterator[tuple[str, int, int, bytes]] = iter_lines(
-            self._files, self._storage_options, getattr(self, "_field", None)
+            self._files, self._storage_options, self._field
         )
         for op, a, b in self._ops:
             if op == "slice":
