@@ -22,11 +22,10 @@ from typing import Any, Union
 import numpy as np
 
 from .decode import JSONDecodeError, Projection, fast_loads
-from .document import open_data_file
+from .document import open_data_files
 from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 from .source import IndexedFile
-from .storage.zip import expand_archives
 from .transforms import columns as _columns
 from .transforms import export as _export
 from .transforms import format as _format
@@ -90,25 +89,20 @@ class JSONLDataset:
         mmap: bool = True,
         field: str | None = None,
     ) -> None:
-        paths = expand_archives([path] if isinstance(path, (str, os.PathLike)) else list(path))
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise InvalidArgumentError("JSONLDataset needs at least one file")
-        if index_path is not None and len(paths) != 1:
-            raise InvalidArgumentError("index_path names one index; it cannot serve several files")
-        self._files = [
-            open_data_file(
-                p,
-                field=field,
-                build_index_on_load=build_index_on_load,
-                index_dir=index_dir,
-                index_path=index_path,
-                workers=workers,
-                progress=progress,
-                storage_options=storage_options,
-                mmap=mmap,
-            )
-            for p in paths
-        ]
+        self._files = open_data_files(
+            paths,
+            field=field,
+            build_index_on_load=build_index_on_load,
+            index_dir=index_dir,
+            index_path=index_path,
+            workers=workers,
+            progress=progress,
+            storage_options=storage_options,
+            mmap=mmap,
+        )
         self._bounds = np.cumsum([0] + [len(f) for f in self._files], dtype=np.int64)
         self._single = self._files[0] if len(self._files) == 1 else None
         self._order: IndexMap | None = None

@@ -30,12 +30,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .decode import excerpt, loads
-from .errors import RecordDecodeError, SJSONLError
+from .errors import InvalidArgumentError, RecordDecodeError, SJSONLError
 from .index import line_number_at
 from .index.elements import ARRAY, element_bytes, first_byte, layout_tag, records_end
 from .source import Decoder, IndexedFile, iter_blocks
 from .storage import Storage, byte_view, suffix_of
 from .storage.formats import format_of_name
+from .storage.zip import expand_archives
 
 #: bytes read from the start of a ``.json`` file to see whether it opens an array
 _HEAD = 4096
@@ -109,6 +110,25 @@ def open_data_file(path: str | os.PathLike[str], *, field: str | None = None, **
     if field is None and not is_json_name(path):
         return IndexedFile(path, **kwargs)
     return DocumentFile(path, field=field, **kwargs)
+
+
+def open_data_files(paths: Iterable[str | os.PathLike[str]], **kwargs: Any) -> list[IndexedFile]:
+    """:func:`open_data_file` for each of ``paths``, a ``.zip`` standing for its data members (see
+    :mod:`sjsonl.storage.zip`); ``kwargs`` as there (``index_path`` only for a single file).
+
+    Example:
+        >>> import os, tempfile, zipfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.zip")
+        >>> with zipfile.ZipFile(path, "w") as z:
+        ...     z.writestr("a.jsonl", "[1]\\n")
+        ...     z.writestr("b.json", "[2, 3]")
+        >>> [len(f) for f in open_data_files([path])]
+        [1, 2]
+    """
+    expanded = expand_archives(paths)
+    if kwargs.get("index_path") is not None and len(expanded) != 1:
+        raise InvalidArgumentError("index_path names one index; it cannot serve several files")
+    return [open_data_file(p, **kwargs) for p in expanded]
 
 
 class _ElementView:

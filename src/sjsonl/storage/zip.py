@@ -68,11 +68,13 @@ def split_member(path: str) -> tuple[str, str | None]:
     Example:
         >>> split_member("/d/train.zip::part/1.jsonl"), split_member("/d/x.jsonl")
         (('/d/train.zip', 'part/1.jsonl'), ('/d/x.jsonl', None))
+        >>> split_member("/d/T.Zip::a.jsonl")
+        ('/d/T.Zip', 'a.jsonl')
     """
-    archive, sep, member = path.partition(".zip" + MEMBER_SEP)
-    if not sep:
-        archive, sep, member = path.partition(".ZIP" + MEMBER_SEP)
-    return (archive + sep[:4], member) if sep else (path, None)
+    cut = path.lower().find(".zip" + MEMBER_SEP)
+    if cut < 0:
+        return path, None
+    return path[: cut + 4], path[cut + 4 + len(MEMBER_SEP) :]
 
 
 def _is_data_member(info: zipfile.ZipInfo) -> bool:
