@@ -113,7 +113,11 @@ def open_storage(
         source = MappedFile(local) if mmap and not compressed else LocalFile(local)
     # compressed bytes under a text name (or another codec's suffix) are refused now, by their magic
     # number, rather than failing later as text that does not decode
-    check_format(source.path, name, source.read(0, HEAD_BYTES))
+    # (a pread even for a mapped file: mapping it now would cost each open more than the check)
+    head = (
+        LocalFile.read(source, 0, HEAD_BYTES) if isinstance(source, LocalFile) else source.read(0, HEAD_BYTES)
+    )
+    check_format(source.path, name, head)
     if format_of_name(name) == "zip":
         raise DataFileError(
             errno.EISDIR,
