@@ -79,7 +79,8 @@ def run_file_writer(path: str, compress: bool, ops: tuple[str, ...], seconds: fl
         time.sleep(writer.rng.uniform(0.005, 0.03))
 
 
-#: a reader that has not read ``min_reads`` records when its time is up goes on, for at most this long
+#: a reader that has not read enough records, or seen enough versions, when its time is up goes on (the
+#: version it reopens after the writer stops is one more), for at most this long
 #: (a loaded machine can spend a spawned reader's whole time starting it and reopening after changes)
 GRACE_SECONDS = 60.0
 
@@ -89,10 +90,10 @@ def read_and_check(
     seconds: float,
     seed: int,
     ds: JSONLDataset | None = None,
-    min_reads: int = 0,
+    enough: tuple[int, int] = (0, 0),
 ) -> dict[str, Any]:
     """Read random records, batches and runs for ``seconds`` — longer, up to :data:`GRACE_SECONDS` more,
-    until ``min_reads`` records are read; count reads, wrong records and errors."""
+    until ``enough`` = (records read, versions seen); count reads, wrong records and errors."""
     rng = random.Random(seed)
     stats: Counter[str] = Counter()
     wrong: list[str] = []
@@ -100,7 +101,11 @@ def read_and_check(
     versions: set[int] = set()  # of the data, as the datasets read saw them
     deadline = time.monotonic() + seconds
     hard_deadline = deadline + GRACE_SECONDS
-    while (now := time.monotonic()) < deadline or (stats["reads"] < min_reads and now < hard_deadline):
+
+    def short() -> bool:
+        return stats["reads"] < enough[0] or len(versions) < enough[1]
+
+    while (now := time.monotonic()) < deadline or (short() and now < hard_deadline):
         try:
             if ds is None:
                 ds = open_ds()
@@ -150,14 +155,14 @@ def open_local(path: str, index_dir: str, mmap: bool) -> Callable[[], JSONLDatas
 
 
 def child_reader(
-    path: str, index_dir: str, mmap: bool, seconds: float, min_reads: int, seed: int, ds: Any, queue: Any
+    path: str, index_dir: str, mmap: bool, seconds: float, enough: tuple, seed: int, ds: Any, queue: Any
 ) -> None:
     """Entry point for a forked or spawned reader: starts from ``ds`` (inherited or unpickled)."""
-    queue.put(read_and_check(open_local(path, index_dir, mmap), seconds, seed, ds, min_reads))
+    queue.put(read_and_check(open_local(path, index_dir, mmap), seconds, seed, ds, enough))
 
 
 def child_s3_reader(
-    url: str, options: dict, seconds: float, min_reads: int, seed: int, ds: Any, queue: Any
+    url: str, options: dict, seconds: float, enough: tuple, seed: int, ds: Any, queue: Any
 ) -> None:
     opened = lambda: JSONLDataset(url, storage_options=options)  # noqa: E731
-    queue.put(read_and_check(opened, seconds, seed, ds, min_reads))
+    queue.put(read_and_check(opened, seconds, seed, ds, enough))
