@@ -18,8 +18,11 @@ Example:
 
 Layers (each knows only the one below): :mod:`sjsonl.storage` → :mod:`sjsonl.index` →
 :mod:`sjsonl.decode` → :mod:`sjsonl.dataset` → :mod:`sjsonl.sampling` → adapters → :mod:`sjsonl.cli`.
+Views (:mod:`sjsonl.views`), mixtures (:mod:`sjsonl.mixture`), batches (:mod:`sjsonl.batching`) and
+background prefetch (:mod:`sjsonl.prefetch`) work on any of the datasets.
 """
 
+from .batching import BatchedDataset
 from .dataset import JSONLDataset
 from .errors import (
     DataFileError,
@@ -31,18 +34,25 @@ from .errors import (
 )
 from .indexer import JSONLIndexer
 from .loading import load_dataset
+from .mixture import MixtureDataset, concatenate_datasets, interleave_datasets
+from .prefetch import Prefetcher
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchedDataset",
     "DataFileError",
     "IndexFileError",
     "JSONLDataset",
     "JSONLIndexer",
+    "MixtureDataset",
+    "Prefetcher",
     "RecordDecodeError",
     "SJSONLError",
     "StaleDataError",
     "StaleIndexError",
     "__version__",
+    "concatenate_datasets",
+    "interleave_datasets",
     "load_dataset",
 ]

@@ -24,7 +24,7 @@ import numpy as np
 from .decode import JSONDecodeError, Projection, fast_loads
 from .document import open_data_files
 from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
-from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
+from .sampling.maps import IndexMap
 from .source import IndexedFile
 from .transforms import columns as _columns
 from .transforms import export as _export
@@ -33,12 +33,13 @@ from .transforms.filter import filter_dataset
 from .transforms.map import map_dataset
 from .transforms.pipeline import Pipeline
 from .transforms.splits import DatasetDict, train_test_split
+from .views import Views
 
 PathLike = Union[str, "os.PathLike[str]"]
 _BLOCK = 8192
 
 
-class JSONLDataset:
+class JSONLDataset(Views):
     """Records of one or more JSONL files, read on demand through a line index.
 
     Args:
@@ -235,50 +236,11 @@ class JSONLDataset:
         return {**self.__dict__, "_hot": None}  # the map is reopened by the receiving process
 
     # ----------------------------------------------------------------- views
-    def _base_map(self) -> IndexMap:
-        return self._order if self._order is not None else IdentityMap(self._len)
-
+    # shuffle, select, skip, take, shard, repeat, batch, prefetch: sjsonl.views.Views
     def _view(self, order: IndexMap) -> JSONLDataset:
         view = copy.copy(self)
         view._order, view._len, view._plain = order, len(order), False
         return view
-
-    def shuffle(self, seed: int = 0, epoch: int = 0) -> JSONLDataset:
-        """A view in an exact pseudo-random order keyed by ``(seed, epoch)``, in O(1) memory.
-
-        The order is a bijection of ``[0, len)`` (see :class:`sjsonl.sampling.Permutation`); the same seed
-        and epoch give the same order in any process.
-        """
-        from .sampling.permutation import Permutation
-
-        return self._view(ComposedMap(self._base_map(), Permutation(self._len, seed=seed, epoch=epoch)))
-
-    def select(self, indices: Sequence[int] | np.ndarray) -> JSONLDataset:
-        """A view of the records at ``indices`` (positions in this dataset), in that order."""
-        sel = ArrayMap(indices)
-        if len(sel) and (sel.indices.min() < 0 or sel.indices.max() >= self._len):
-            raise RecordIndexError(f"select() indices must lie in [0, {self._len})")
-        return self._view(ComposedMap(self._base_map(), sel))
-
-    def skip(self, k: int) -> JSONLDataset:
-        """A view without the first ``k`` records."""
-        return self._view(RangeMap(self._base_map(), max(0, k), self._len))
-
-    def take(self, k: int) -> JSONLDataset:
-        """A view of the first ``k`` records."""
-        return self._view(RangeMap(self._base_map(), 0, max(0, k)))
-
-    def shard(self, num_shards: int, index: int, contiguous: bool = True) -> JSONLDataset:
-        """Shard ``index`` of ``num_shards``, as 🤗 ``Dataset.shard``: contiguous blocks whose sizes differ
-        by at most one (the first ``len % num_shards`` shards get one more), or every ``num_shards``-th
-        record from ``index`` when ``contiguous=False``."""
-        if num_shards < 1 or not 0 <= index < num_shards:
-            raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
-        if not contiguous:
-            return self._view(RangeMap(self._base_map(), index, self._len, num_shards))
-        div, mod = divmod(self._len, num_shards)
-        start = div * index + min(index, mod)
-        return self._view(RangeMap(self._base_map(), start, start + div + (index < mod)))
 
     def select_columns(self, columns: Sequence[str]) -> JSONLDataset:
         """A view whose records hold only ``columns`` (top-level fields; missing ones are ``None``).

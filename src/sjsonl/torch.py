@@ -235,7 +235,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
                 yield rec
 
     def _fetch(self, indices: np.ndarray) -> Iterator[Any]:
-        if isinstance(self.dataset, JSONLDataset):
+        if hasattr(self.dataset, "iter_positions"):  # sjsonl datasets, views and mixtures
             # one vectorised offset lookup per block, records decoded one at a time (cache-warm)
             return self.dataset.iter_positions(indices)
         return (self.dataset[i] for i in indices.tolist())

@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +29,18 @@ def _dicts(rows: list[Any]) -> list[dict]:
     return [r if isinstance(r, dict) else {"value": r} for r in rows]
 
 
+def batch_of(rows: list[Any]) -> dict[str, list]:
+    """Rows as 🤗's batch: a dict of equal-length lists (a row that is not an object is ``{"value": row}``).
+
+    Example:
+        >>> batch_of([{"a": 1}, {"b": 2}, 3])
+        {'a': [1, None, None], 'b': [None, 2, None], 'value': [None, None, 3]}
+    """
+    return rows_to_batch(_dicts(rows))
+
+
 def iter_batches(
-    ds: JSONLDataset, batch_size: int, drop_last_batch: bool = False
+    ds: Iterable[Any], batch_size: int, drop_last_batch: bool = False
 ) -> Iterator[dict[str, list]]:
     """🤗 ``Dataset.iter``: batches of ``batch_size`` rows as dicts of lists, read sequentially."""
     if batch_size < 1:
@@ -40,7 +50,7 @@ def iter_batches(
         rows = list(islice(it, batch_size))
         if not rows or (drop_last_batch and len(rows) < batch_size):
             return
-        yield rows_to_batch(_dicts(rows))
+        yield batch_of(rows)
 
 
 def to_list(ds: JSONLDataset) -> list[Any]:
@@ -50,7 +60,7 @@ def to_list(ds: JSONLDataset) -> list[Any]:
 
 def to_dict(ds: JSONLDataset) -> dict[str, list]:
     """🤗 ``to_dict``: the columns as lists (all in memory)."""
-    return rows_to_batch(_dicts(list(ds)))
+    return batch_of(list(ds))
 
 
 def to_pandas(ds: JSONLDataset) -> Any:

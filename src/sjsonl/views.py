@@ -1,0 +1,111 @@
+"""Views: the order-only operations every sjsonl dataset has — ``shuffle``, ``select``, ``skip``,
+``take``, ``shard``, ``repeat`` — plus ``batch`` and ``prefetch``.
+
+A view is the same dataset with an :mod:`index map <sjsonl.sampling.maps>` in front: no record is read
+or copied, and a view of a view composes the maps. A class gets them by defining ``_len``, ``_order``
+(``None`` or an index map) and ``_view(order)``, which returns a copy reading through ``order``.
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLDataset
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "w").write("".join(f'{{"i": {i}}}\\n' for i in range(6)))
+    >>> ds = JSONLDataset(path)
+    >>> [r["i"] for r in ds.skip(1).take(3).repeat(2)]
+    [1, 2, 3, 1, 2, 3]
+    >>> ds.shard(2, 1)[:], ds.batch(4, drop_last_batch=True)[0]
+    ([{'i': 3}, {'i': 4}, {'i': 5}], {'i': [0, 1, 2, 3]})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from .errors import InvalidArgumentError, RecordIndexError
+from .sampling.distributed import PaddedMap
+from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
+
+if TYPE_CHECKING:
+    from .batching import BatchedDataset
+    from .prefetch import Prefetcher
+
+V = TypeVar("V", bound="Views")
+
+
+class Views:
+    """Order-only views (mixed into :class:`~sjsonl.JSONLDataset` and the mixtures)."""
+
+    _len: int
+    _order: IndexMap | None
+
+    def _view(self: V, order: IndexMap) -> V:
+        raise NotImplementedError
+
+    def _base_map(self) -> IndexMap:
+        return self._order if self._order is not None else IdentityMap(self._len)
+
+    def shuffle(self: V, seed: int = 0, epoch: int = 0) -> V:
+        """A view in an exact pseudo-random order keyed by ``(seed, epoch)``, in O(1) memory.
+
+        The order is a bijection of ``[0, len)`` (see :class:`sjsonl.sampling.Permutation`); the same seed
+        and epoch give the same order in any process.
+        """
+        from .sampling.permutation import Permutation
+
+        return self._view(ComposedMap(self._base_map(), Permutation(self._len, seed=seed, epoch=epoch)))
+
+    def select(self: V, indices: Sequence[int] | np.ndarray) -> V:
+        """A view of the records at ``indices`` (positions in this dataset), in that order."""
+        sel = ArrayMap(indices)
+        if len(sel) and (sel.indices.min() < 0 or sel.indices.max() >= self._len):
+            raise RecordIndexError(f"select() indices must lie in [0, {self._len})")
+        return self._view(ComposedMap(self._base_map(), sel))
+
+    def skip(self: V, k: int) -> V:
+        """A view without the first ``k`` records."""
+        return self._view(RangeMap(self._base_map(), max(0, k), self._len))
+
+    def take(self: V, k: int) -> V:
+        """A view of the first ``k`` records."""
+        return self._view(RangeMap(self._base_map(), 0, max(0, k)))
+
+    def shard(self: V, num_shards: int, index: int, contiguous: bool = True) -> V:
+        """Shard ``index`` of ``num_shards``, as 🤗 ``Dataset.shard``: contiguous blocks whose sizes differ
+        by at most one (the first ``len % num_shards`` shards get one more), or every ``num_shards``-th
+        record from ``index`` when ``contiguous=False``."""
+        if num_shards < 1 or not 0 <= index < num_shards:
+            raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
+        if not contiguous:
+            return self._view(RangeMap(self._base_map(), index, self._len, num_shards))
+        div, mod = divmod(self._len, num_shards)
+        start = div * index + min(index, mod)
+        return self._view(RangeMap(self._base_map(), start, start + div + (index < mod)))
+
+    def repeat(self: V, num_times: int) -> V:
+        """🤗 ``Dataset.repeat``: the records ``num_times`` times over, in the same order each time (for a
+        fresh order per pass, mix the source with ``interleave_datasets(..., reshuffle_each_pass=True)``)."""
+        if num_times < 0:
+            raise InvalidArgumentError(f"num_times must be >= 0, got {num_times}")
+        if not self._len:
+            return self._view(RangeMap(self._base_map(), 0, 0))
+        return self._view(PaddedMap(self._base_map(), self._len * int(num_times)))
+
+    def batch(
+        self, batch_size: int, drop_last_batch: bool = False, *, drop_last: bool | None = None
+    ) -> BatchedDataset:
+        """🤗 ``Dataset.batch``: a random-access dataset whose item ``b`` is records
+        ``[b·batch_size, (b+1)·batch_size)`` as a dict of lists (``drop_last`` is an alias of
+        ``drop_last_batch``). See :mod:`sjsonl.batching`."""
+        from .batching import BatchedDataset
+
+        return BatchedDataset(self, batch_size, drop_last_batch if drop_last is None else drop_last)
+
+    def prefetch(self, prefetch: int = 8, threads: int | None = None) -> Prefetcher:
+        """An ordered, resumable iterator over the items that reads up to ``prefetch`` items ahead on
+        ``threads`` background threads (see :mod:`sjsonl.prefetch`)."""
+        from .prefetch import Prefetcher
+
+        return Prefetcher(self, prefetch=prefetch, threads=threads)
