@@ -1,6 +1,6 @@
 """Run every benchmark and print one markdown report (the README's tables come from here).
 
-    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage] [--out benchmarks/results.md]
+    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,pipeline] [--out benchmarks/results.md]
 
 Medians of repeated runs; every ratio is against a baseline measured in the same run.
 """
@@ -22,6 +22,7 @@ SUITES = {
     "sampling": ("bench_sampling", "Shuffled iteration, DataLoader, 🤗 shuffled iteration"),
     "mindspore": ("bench_mindspore", "Into MindSpore: sjsonl vs 🤗 + MindNLP-style adapter"),
     "storage": ("bench_storage", "Compressed (.gz, seekable .zst) and remote (S3 via moto) vs local"),
+    "pipeline": ("bench_pipeline", "Mixtures, and background prefetch on a storage with 5 ms latency"),
 }
 
 

@@ -75,6 +75,10 @@ class _Concatenation:
         k = np.searchsorted(self.bounds, positions, side="right") - 1
         return k, positions - self.bounds[k]
 
+    def route_one(self, position: int) -> tuple[int, int]:
+        k = int(np.searchsorted(self.bounds, position, side="right")) - 1
+        return k, position - int(self.bounds[k])
+
 
 class MixtureDataset(Views):
     """Records drawn from several datasets: made by :func:`interleave_datasets` and
@@ -131,6 +135,13 @@ class MixtureDataset(Views):
                 j[at] = perm.take(j[at])
         return k, j
 
+    def _route_one(self, i: int) -> tuple[int, int]:
+        k, j = self._router.route_one(i if self._order is None else self._order[i])
+        p, j = divmod(j, max(1, int(self._sizes[k])))
+        if self._reshuffle_seed is not None:
+            j = Permutation(int(self._sizes[k]), seed=self._reshuffle_seed * 1009 + k, epoch=p)[j]
+        return k, j
+
     def locate(self, i: int) -> tuple[int, int]:
         """``(source, record)`` of record ``i``: which source it comes from and its index there.
 
@@ -138,8 +149,7 @@ class MixtureDataset(Views):
             >>> concatenate_datasets([[1, 2], [3]]).locate(2)
             (1, 0)
         """
-        k, j = self._route(np.array([self._check(i)], dtype=np.int64))
-        return int(k[0]), int(j[0])
+        return self._route_one(self._check(i))
 
     def _check(self, i: int | np.integer) -> int:
         n = self._len
@@ -164,7 +174,9 @@ class MixtureDataset(Views):
 
     def __getitem__(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            return self._records_at_positions(np.array([self._check(key)], dtype=np.int64))[0]
+            k, j = self._route_one(self._check(key))
+            rec = self.sources[k][j]
+            return rec if self._columns is None or not isinstance(rec, dict) else {**self._columns, **rec}
         if isinstance(key, slice):
             return self._records_at_positions(np.arange(*key.indices(self._len), dtype=np.int64))
         positions = np.asarray(key)
@@ -182,8 +194,24 @@ class MixtureDataset(Views):
             yield from self._records_at_positions(positions[lo : lo + _BLOCK])
 
     def __iter__(self) -> Iterator[Any]:
+        if self._order is None and self._reshuffle_seed is None and self._columns is None:
+            yield from self._iter_sources()
+            return
         for lo in range(0, self._len, _BLOCK):
             yield from self._records_at_positions(np.arange(lo, min(self._len, lo + _BLOCK), dtype=np.int64))
+
+    def _iter_sources(self) -> Iterator[Any]:
+        """In draw order each source is read forward (starting over when it runs out), so one sequential
+        iterator per source replaces a random read per record."""
+        readers = [iter(s) for s in self.sources]
+        for lo in range(0, self._len, _BLOCK):
+            ks, _ = self._router.route(np.arange(lo, min(self._len, lo + _BLOCK), dtype=np.int64))
+            for k in ks.tolist():
+                try:
+                    yield next(readers[k])
+                except StopIteration:
+                    readers[k] = iter(self.sources[k])
+                    yield next(readers[k])
 
     def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[dict[str, list]]:
         """🤗 ``iter``: batches as dicts of lists."""

@@ -108,6 +108,12 @@ class InterleaveSchedule:
         source = self._source[r].astype(np.int64)
         return source, q * self.weights[source] + self._rank[r]
 
+    def route_one(self, draw: int) -> tuple[int, int]:
+        """``route`` for one draw, in plain Python (the ``ds[i]`` path)."""
+        q, r = divmod(draw, self.period)
+        source = int(self._source[r])
+        return source, q * int(self.weights[source]) + int(self._rank[r])
+
     def position_of(self, source: int, j: int) -> int:
         """The draw at which ``source`` takes its ``j``-th draw."""
         w = int(self.weights[source])
