@@ -22,8 +22,8 @@ demo: $(VENV)/.core
 	$(VENV)/bin/sjsonl demo
 
 lint: $(VENV)/.all
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 
 test: $(VENV)/.all lint

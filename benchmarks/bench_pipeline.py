@@ -14,10 +14,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import corpus, markdown_table, median_seconds
-
-from sjsonl import JSONLDataset, interleave_datasets
 from tests import _slow_storage
+
+from common import corpus, markdown_table, median_seconds
+from sjsonl import JSONLDataset, interleave_datasets
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
 LATENCY = 0.005
@@ -90,7 +90,7 @@ def prefetch_rows(path, quick: bool) -> list[dict]:
         }
     )
     for prefetch in (2, 4, 8, 16):
-        t = median_seconds(lambda: _drain(batches.prefetch(prefetch, threads=prefetch)), repeats=3)
+        t = median_seconds(lambda p=prefetch: _drain(batches.prefetch(p, threads=p)), repeats=3)
         rows.append(
             {
                 "benchmark": "",

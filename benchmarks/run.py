@@ -1,6 +1,7 @@
 """Run every benchmark and print one markdown report (the README's tables come from here).
 
-    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,pipeline] [--out benchmarks/results.md]
+    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,pipeline]
+                             [--out benchmarks/results.md]
 
 Medians of repeated runs; every ratio is against a baseline measured in the same run.
 """
