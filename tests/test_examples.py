@@ -21,19 +21,19 @@ SOURCES = (
 )
 
 
-def run(script: str, data: list[str], out: Path | None, *extra: str) -> dict | None:
+def run(script: str, data: list[str], tmp: Path, out: str | None, *extra: str) -> dict | None:
     cmd = [sys.executable, str(EXAMPLES / script), "--data", *data, *extra]
     if out is not None:
-        cmd += ["--out", str(out)]
-    subprocess.run(cmd, check=True, timeout=600, capture_output=True)
-    return json.loads(out.read_text()) if out is not None else None
+        cmd += ["--out", str(tmp / out)]
+    subprocess.run(cmd, check=True, timeout=600, capture_output=True, cwd=tmp)  # MindSpore dumps land in tmp
+    return json.loads((tmp / out).read_text()) if out is not None else None
 
 
 def stop_and_resume(script: str, data: list[str], tmp: Path, steps: int, stop: int) -> tuple[dict, dict]:
-    full = run(script, data, tmp / "full.json", "--steps", str(steps))
+    full = run(script, data, tmp, "full.json", "--steps", str(steps))
     ckpt = tmp / "ckpt"
-    run(script, data, None, "--steps", str(steps), "--stop-after", str(stop), "--checkpoint", str(ckpt))
-    resumed = run(script, data, tmp / "resumed.json", "--steps", str(steps), "--checkpoint", str(ckpt))
+    run(script, data, tmp, None, "--steps", str(steps), "--stop-after", str(stop), "--checkpoint", str(ckpt))
+    resumed = run(script, data, tmp, "resumed.json", "--steps", str(steps), "--checkpoint", str(ckpt))
     assert full is not None and resumed is not None
     return full, resumed
 

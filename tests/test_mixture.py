@@ -225,10 +225,47 @@ def test_reshuffle_each_pass_gives_every_pass_its_own_order(sources):
     assert again[-100:] == mixture[-100:]
 
 
+def test_a_tiny_probability_is_still_drawn():
+    w = weights_of([0.5, 0.5 - 1e-9, 1e-9])  # below the 2⁻²⁰ resolution
+    assert w.sum() == 1 << 20 and w[2] == 1
+    with pytest.raises(ValueError, match="empty"):
+        interleave_datasets([[1, 2], []], probabilities=[1, 1e-9])
+
+
+def test_reshuffle_many_short_passes_in_one_block():
+    tiny, big = [0, 1], list(range(100, 20_100))
+    m = interleave_datasets(
+        [tiny, big],
+        probabilities=[0.5, 0.5],
+        seed=1,
+        reshuffle_each_pass=True,
+        stopping_strategy="all_exhausted",
+    )
+    got = m[:]
+    assert got == [m[i] for i in range(len(m))] == list(m)  # vectorised, scalar and iteration agree
+    draws = [r for r in got if r < 100]
+    assert all(
+        sorted(draws[p : p + 2]) == [0, 1] for p in range(0, len(draws) - 1, 2)
+    )  # each pass a permutation
+
+
+def test_fill_missing_and_column_names(sources):
+    a = JSONLDataset(next(iter(sources.values()))).take(3)
+    m = concatenate_datasets([a, [{"other": 1}]], fill_missing=True)
+    assert m.column_names == ["src", "i", "other"]
+    assert m[-1] == {"src": None, "i": None, "other": 1} == list(m)[-1] == m[[3]][0]
+    assert m[0] == {"src": "web", "i": 0, "other": None}
+    nested = concatenate_datasets([m, a])
+    assert nested.column_names == ["src", "i", "other"]  # from the mixture's own columns, no pass
+
+
 def test_repeat_upsamples_a_source(sources):
     web, _, chat = open_sources(sources)
     small = chat.take(5).repeat(3)
     assert [r["i"] for r in small] == [0, 1, 2, 3, 4] * 3 and len(chat.take(5).repeat(0)) == 0
+    for bad in (2.7, True, -1):
+        with pytest.raises(ValueError, match="num_times"):
+            chat.repeat(bad)
     mixture = concatenate_datasets([web.take(2), small])
     assert len(mixture) == 17 and mixture[-1] == {"src": "chat", "i": 4}
 

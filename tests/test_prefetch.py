@@ -58,6 +58,8 @@ def test_batch_views_and_alias(corpus):
         ds.batch(0)
     with pytest.raises(IndexError, match="batch 10 out of range"):
         batches[10]
+    assert batches[1:3] == [batches[1], batches[2]] == batches[[1, -8]]
+    assert ds.batch(2).batch(2)[0] == {"id": [[0, 1], [2, 3]], "text": [["", "x"], ["xx", "xxx"]]}
 
 
 @pytest.mark.parametrize("prefetch, threads", [(1, 1), (4, 2), (16, 8)])

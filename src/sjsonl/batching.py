@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from .errors import InvalidArgumentError, RecordIndexError
 from .sampling.maps import IndexMap
 from .transforms.export import batch_of
-from .views import Views
+from .views import Views, positions_of
 
 
 class BatchedDataset(Views):
@@ -56,9 +56,10 @@ class BatchedDataset(Views):
     def __repr__(self) -> str:
         return f"BatchedDataset({self.dataset!r}, batch_size={self.batch_size}, batches={self._len})"
 
-    def __getitem__(self, b: int | np.integer) -> dict[str, list]:
-        if not isinstance(b, (int, np.integer)) or isinstance(b, bool):
-            raise InvalidArgumentError(f"batch indices must be integers, not {b!r}")
+    def __getitem__(self, b: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
+        """Batch ``b`` as a dict of lists; slices and integer lists give lists of batches."""
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)):
+            return [self[int(i)] for i in positions_of(b, self._len)]  # type: ignore[arg-type]
         i = int(b) + (self._len if b < 0 else 0)
         if not 0 <= i < self._len:
             raise RecordIndexError(f"batch {int(b)} out of range for {self._len} batches")

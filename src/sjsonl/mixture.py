@@ -59,7 +59,7 @@ from .sampling.maps import IndexMap
 from .sampling.permutation import Permutation
 from .sampling.schedule import InterleaveSchedule
 from .transforms.export import iter_batches
-from .views import Views
+from .views import Views, positions_of
 
 STOPPING_STRATEGIES = ("first_exhausted", "all_exhausted")
 _BLOCK = 8192
@@ -121,6 +121,11 @@ class MixtureDataset(Views):
         """🤗 ``num_rows``: ``len(ds)``."""
         return self._len
 
+    @property
+    def column_names(self) -> list[str]:
+        """The union of the sources' columns, in order of first appearance."""
+        return list(self._columns if self._columns is not None else _all_columns(self.sources))
+
     # ----------------------------------------------------------------- routing
     def _route(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions of this view → (source, record index in that source)."""
@@ -128,9 +133,12 @@ class MixtureDataset(Views):
         k, j = self._router.route(np.asarray(base, dtype=np.int64))
         sizes = self._sizes[k]
         passes, j = np.divmod(j, np.maximum(sizes, 1))  # sources that ran out start over
-        if self._reshuffle_seed is not None:
-            for src, p in {(int(a), int(b)) for a, b in zip(k.tolist(), passes.tolist())}:
-                at = np.flatnonzero((k == src) & (passes == p))
+        if self._reshuffle_seed is not None:  # each (source, pass) group through its own permutation
+            groups, which = np.unique(np.stack([k, passes]), axis=1, return_inverse=True)
+            order = np.argsort(which.ravel(), kind="stable")
+            ends = np.cumsum(np.bincount(which.ravel(), minlength=groups.shape[1]))
+            for g, (src, p) in enumerate(groups.T.tolist()):
+                at = order[(ends[g - 1] if g else 0) : ends[g]]
                 perm = Permutation(int(self._sizes[src]), seed=self._reshuffle_seed * 1009 + src, epoch=p)
                 j[at] = perm.take(j[at])
         return k, j
@@ -177,12 +185,7 @@ class MixtureDataset(Views):
             k, j = self._route_one(self._check(key))
             rec = self.sources[k][j]
             return rec if self._columns is None or not isinstance(rec, dict) else {**self._columns, **rec}
-        if isinstance(key, slice):
-            return self._records_at_positions(np.arange(*key.indices(self._len), dtype=np.int64))
-        positions = np.asarray(key)
-        if positions.ndim != 1 or (positions.size and positions.dtype.kind not in "iu"):
-            raise ArgumentTypeError(f"mixture indices must be integers, slices or integer lists, not {key!r}")
-        return self._records_at_positions(np.array([self._check(int(p)) for p in positions], dtype=np.int64))
+        return self._records_at_positions(positions_of(key, self._len))  # type: ignore[arg-type]
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
         """A batch of records in one vectorised lookup (PyTorch's DataLoader calls this per batch)."""
@@ -194,7 +197,8 @@ class MixtureDataset(Views):
             yield from self._records_at_positions(positions[lo : lo + _BLOCK])
 
     def __iter__(self) -> Iterator[Any]:
-        if self._order is None and self._reshuffle_seed is None and self._columns is None:
+        sequential = all(hasattr(s, "_records_at_positions") for s in self.sources)  # sjsonl datasets
+        if sequential and self._order is None and self._reshuffle_seed is None and self._columns is None:
             yield from self._iter_sources()
             return
         for lo in range(0, self._len, _BLOCK):
@@ -222,7 +226,7 @@ def _all_columns(sources: list[Any]) -> dict[str, None]:
     columns: dict[str, None] = {}
     for s in sources:
         names = getattr(s, "column_names", None)
-        if names is None:
+        if names is None:  # a plain sequence: one pass over its records
             names = [k for r in s if isinstance(r, dict) for k in r]
         columns.update(dict.fromkeys(names))
     return columns

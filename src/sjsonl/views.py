@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from .errors import InvalidArgumentError, RecordIndexError
+from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
 from .sampling.distributed import PaddedMap
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 
@@ -87,8 +87,8 @@ class Views:
     def repeat(self: V, num_times: int) -> V:
         """🤗 ``Dataset.repeat``: the records ``num_times`` times over, in the same order each time (for a
         fresh order per pass, mix the source with ``interleave_datasets(..., reshuffle_each_pass=True)``)."""
-        if num_times < 0:
-            raise InvalidArgumentError(f"num_times must be >= 0, got {num_times}")
+        if isinstance(num_times, bool) or not isinstance(num_times, (int, np.integer)) or num_times < 0:
+            raise InvalidArgumentError(f"num_times must be an integer >= 0, got {num_times!r}")
         if not self._len:
             return self._view(RangeMap(self._base_map(), 0, 0))
         return self._view(PaddedMap(self._base_map(), self._len * int(num_times)))
@@ -109,3 +109,22 @@ class Views:
         from .prefetch import Prefetcher
 
         return Prefetcher(self, prefetch=prefetch, threads=threads)
+
+
+def positions_of(key: slice | Sequence[int] | np.ndarray, n: int) -> np.ndarray:
+    """A slice or an integer list as non-negative positions in ``[0, n)`` (negatives count from the end).
+
+    Example:
+        >>> positions_of(slice(None, None, -2), 5).tolist(), positions_of([-1, 0], 5).tolist()
+        ([4, 2, 0], [4, 0])
+    """
+    if isinstance(key, slice):
+        return np.arange(*key.indices(n), dtype=np.int64)
+    positions = np.asarray(key)
+    if positions.ndim != 1 or (positions.size and positions.dtype.kind not in "iu"):
+        raise ArgumentTypeError(f"indices must be integers, slices or integer lists, not {key!r}")
+    positions = positions.astype(np.int64)
+    bad = (positions < -n) | (positions >= n)
+    if bad.any():
+        raise RecordIndexError(f"index {int(positions[bad][0])} out of range for {n} items")
+    return np.where(positions < 0, positions + n, positions)

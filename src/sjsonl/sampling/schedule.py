@@ -63,6 +63,10 @@ def weights_of(probabilities: Sequence[float]) -> np.ndarray:
     w = np.floor(scaled).astype(np.int64)
     short = MAX_PERIOD - int(w.sum())
     w[np.argsort(-(scaled - w), kind="stable")[:short]] += 1  # largest remainders get the rest
+    tiny = (p > 0) & (w == 0)  # a source asked for is drawn: at least once a period
+    if tiny.any():
+        w[tiny] = 1
+        w[int(np.argmax(w))] -= int(tiny.sum())
     return w
 
 
@@ -86,8 +90,7 @@ class InterleaveSchedule:
         rank = np.concatenate([np.arange(x) for x in w.tolist()])
         time = (rank + phi[source]) / w[source]  # in periods: every draw of one period lies in [0, 1)
         order = np.lexsort((source, time))
-        dtype = np.min_scalar_type(max(len(w) - 1, int(w.max())))
-        self._source = source[order].astype(dtype)  # period position → source
+        self._source = source[order].astype(np.min_scalar_type(len(w) - 1))  # period position → source
         self._rank = rank[order].astype(np.int64)  # period position → that source's draw in the period
         self._at = np.empty(self.period, dtype=np.int64)  # (source, rank) → period position
         self._at[order] = np.arange(self.period)
