@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from sjsonl import JSONLDataset, RecordDecodeError
-from sjsonl.decode import Projection
+from sjsonl.fields import Projection
 from sjsonl.sample import write_corpus
 
 
@@ -27,12 +27,18 @@ def test_projection_equals_full_parse_then_pick(tmp_path):
     assert list(pickle.loads(pickle.dumps(view)).take(3)) == expected[:3]
 
 
-def test_projection_without_msgspec_matches(tmp_path):
+def test_projection_checks_the_skipped_fields_too():
     proj = Projection(["a", "b"])
-    plain = Projection(["a", "b"])
-    plain._decoder = None  # the fallback used when msgspec is not installed
-    for raw in (b'{"a": 1, "c": [1, {"x": 2}]}', b'{"b": "\\u00e9", "a": null}', b"{}"):
-        assert proj(raw) == plain(raw) == {k: json.loads(raw).get(k) for k in ("a", "b")}
+    for raw in (
+        b'{"a": 1, "c": [1, {"x": 2}]}',
+        b'{"b": "\\u00e9", "a": null}',
+        b"{}",
+        b'{"a": 1, "z": 1e400}',
+    ):
+        assert proj(raw) == {k: json.loads(raw).get(k) for k in ("a", "b")}
+    for raw in (b'{"a": 1, "c": "\xff"}', b'{"a": 1, "c": NaN}', b'{"a": 1, "c": "\\x"}'):
+        with pytest.raises(ValueError):
+            proj(raw)  # json.loads refuses these, so the projection does too
 
 
 def test_projection_errors_are_located(tmp_path):

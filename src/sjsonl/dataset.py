@@ -16,15 +16,19 @@ from __future__ import annotations
 import copy
 import itertools
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Union
 
 import numpy as np
 
-from .decode import JSONDecodeError, Projection, fast_loads
+from .badlines import BadLine, BadLineWarning, bad_lines_of, check_policy, report
+from .decode import DECODE_ERRORS, fast_loads
 from .document import open_data_files
 from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
-from .sampling.maps import IndexMap
+from .fields import FieldProjection, TypedDecoder
+from .sampling.maps import IndexMap, SkipMap
 from .source import IndexedFile
 from .transforms import columns as _columns
 from .transforms import export as _export
@@ -62,6 +66,16 @@ class JSONLDataset(Views):
         field: the rows are the list under this top-level key of each file, a JSON document (🤗's
             ``field=``). Without it, a ``.json`` file holding one array has its elements as rows (see
             :mod:`sjsonl.document`).
+        on_bad_lines: ``"error"`` (default: every line is a record; a bad one raises its located error
+            when read), ``"skip"`` (lines that are not valid JSON are left out: one parse of every record
+            at first open, remembered beside the index; ``bad_lines`` lists them) or ``"warn"`` (skip,
+            and warn once). See :mod:`sjsonl.badlines`.
+        fields, missing: decode only these fields (dotted paths reach into nested objects:
+            ``"meta.lang"``; a tuple of keys names a path whose keys hold dots); each record is its
+            subset. ``missing``: ``"absent"`` (left out), ``"none"`` or ``"error"`` for a field a record
+            lacks. See :mod:`sjsonl.fields`.
+        schema: decode every record as this type (a ``msgspec.Struct``, dataclass or ``TypedDict``),
+            validated while decoding; a mismatch raises, naming the file, line and field.
 
     ``ds[i]`` accepts Python and numpy integers (negative count from the end); slices and integer
     lists/arrays return lists. Every call returns a fresh object. Datasets pickle by path and remap the
@@ -89,6 +103,10 @@ class JSONLDataset(Views):
         storage_options: dict[str, Any] | None = None,
         mmap: bool = True,
         field: str | None = None,
+        on_bad_lines: str = "error",
+        fields: Sequence[str | tuple[str, ...]] | None = None,
+        missing: str = "absent",
+        schema: type | None = None,
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
@@ -109,9 +127,28 @@ class JSONLDataset(Views):
         self._order: IndexMap | None = None
         self._len = int(self._bounds[-1])
         self._transform = transform
-        self._decode: Projection | None = None
+        self._decode: Callable[[Any], Any] | None = None  # a partial or typed decoder (sjsonl.fields)
         self._plain = self._single is not None and transform is None
         self._hot: tuple | None = None  # per-process read state (see IndexedFile.hot_state)
+        if fields is not None and schema is not None:
+            raise InvalidArgumentError("give fields= or schema=, not both (a schema names its fields)")
+        if fields is not None or schema is not None:
+            self._decode = FieldProjection(fields, missing) if fields is not None else TypedDecoder(schema)  # type: ignore[arg-type]
+            self._plain = False
+        self.bad_lines: list[BadLine] = []
+        if check_policy(on_bad_lines) != "error":
+            self._skip_bad_lines(on_bad_lines, workers, progress)
+
+    def _skip_bad_lines(self, policy: str, workers: int | None, progress: bool | None) -> None:
+        for f, lo in zip(self._files, self._bounds.tolist()):
+            self.bad_lines += [
+                replace(b, record=b.record + lo) for b in bad_lines_of(f, policy, workers, progress)
+            ]
+        if self.bad_lines:
+            self._order = SkipMap(self._len, [b.record for b in self.bad_lines])
+            self._len, self._plain = len(self._order), False
+            if policy == "warn":
+                warnings.warn(report(self.bad_lines), BadLineWarning, stacklevel=3)
 
     # ----------------------------------------------------------------- basics
     @property
@@ -170,7 +207,7 @@ class JSONLDataset(Views):
                     end = bounds[i + 1]
                 try:
                     return fast_loads(buf[start:end])
-                except JSONDecodeError:
+                except DECODE_ERRORS:
                     return self._single.record(i)  # type: ignore[union-attr]  # locates the error
             if self._order is not None:
                 i = self._order[i]
@@ -242,11 +279,32 @@ class JSONLDataset(Views):
         view._order, view._len, view._plain = order, len(order), False
         return view
 
+    def select_fields(self, fields: Sequence[str], missing: str = "absent") -> JSONLDataset:
+        """A view whose records are their subsets at ``fields`` (dotted paths into nested objects), decoded
+        without building the rest (see :mod:`sjsonl.fields`); ``missing``: ``"absent"``, ``"none"`` or
+        ``"error"``.
+
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write('{"id": 1, "meta": {"lang": "en", "n": 2}}\\n{"id": 2}\\n')
+            >>> JSONLDataset(path).select_fields(["meta.lang"])[:]
+            [{'meta': {'lang': 'en'}}, {}]
+        """
+        if self._transform is not None or self._decode is not None:
+            raise InvalidArgumentError(
+                "select_fields reads the records as stored: call it before map, "
+                "transforms, select_columns or a schema"
+            )
+        view = copy.copy(self)
+        view._decode, view._plain = FieldProjection(fields, missing), False
+        return view
+
     def select_columns(self, columns: Sequence[str]) -> JSONLDataset:
         """A view whose records hold only ``columns`` (top-level fields; missing ones are ``None``).
 
         Only those fields are decoded — with msgspec installed, the rest of each line is skipped
-        without building it (see :class:`sjsonl.decode.Projection`), which pays on long records.
+        without building it (see :class:`sjsonl.fields.Projection`), which pays on long records.
 
         Example:
             >>> import os, tempfile

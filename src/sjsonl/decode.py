@@ -1,10 +1,12 @@
-"""Decode layer: record bytes → Python objects.
+"""Decode layer: record bytes → Python objects, exactly as the standard ``json`` module returns them.
 
-orjson parses every record. When orjson declines a document that is still valid JSON — escaped lone
-surrogates such as ``"\\ud800"``, numbers too large for a double — the standard library's parser gets a
-second look, so sjsonl accepts what RFC 8259 accepts. Known difference from the ``json`` module: orjson
-reads integers outside ``[-2**63, 2**64)`` as floats. ``NaN``, ``Infinity`` and ``-Infinity`` are *rejected*:
-they are not JSON (the stdlib accepts them by default; we do not). Input must be valid UTF-8.
+msgspec parses every record: it is the fastest parser measured here (0.61 µs vs orjson's 0.77 µs on a
+short record) and keeps integers of any size exact (orjson turns ``18446744073709551616`` into a float).
+When msgspec declines a document that is still valid JSON — escaped lone surrogates such as
+``"\\ud800"``, numbers too large for a double (``1e400`` is ``inf``, as ``json`` reads it) — the standard
+library's parser gets a second look. So every record equals ``json.loads`` of it, or raises. One
+difference, on purpose: ``NaN``, ``Infinity`` and ``-Infinity`` are *rejected* — they are not JSON (the
+stdlib accepts them by default). Input must be valid UTF-8.
 
 This layer never opens files: callers hand it bytes and turn failures into located errors.
 
@@ -20,15 +22,18 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-import orjson
+import msgspec
 
-from .errors import ArgumentTypeError
-
-#: The fast parser, called directly on hot paths; on ``ValueError`` callers go through :func:`loads`.
-fast_loads = orjson.loads
-JSONDecodeError = orjson.JSONDecodeError
+#: The fast parser, called directly on hot paths; on :data:`DECODE_ERRORS` callers go through
+#: :func:`loads`, which gives the strict second look and the reason.
+fast_loads = msgspec.json.Decoder().decode
+#: What :data:`fast_loads` raises on a record it declines (a number out of range is a ValidationError,
+#: a DecodeError too; nesting deeper than its limit, RecursionError).
+DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
+_BYTE_POSITION = re.compile(r"\s*\(byte (\d+)\)")
 
 
 def _reject_constant(name: str) -> Any:
@@ -44,17 +49,23 @@ def fallback_loads(raw: bytes | memoryview) -> Any:
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise ValueError(exc.msg + f" (column {exc.colno})") from None
+        raise ValueError(f"{exc.msg} at byte {exc.pos} of the record") from None
     except RecursionError:
         raise ValueError("nesting too deep") from None
+
+
+def _reason(exc: Exception) -> str:
+    # "JSON is malformed: invalid character (byte 7)" → "…: invalid character at byte 7 of the record":
+    # a position inside the record, never to be read as a line of the file.
+    return _BYTE_POSITION.sub(lambda m: f" at byte {m.group(1)} of the record", str(exc))
 
 
 def loads(raw: bytes | memoryview) -> Any:
     """Parse one record; ``ValueError`` (with a short reason) if it is not valid JSON."""
     try:
         return fast_loads(raw)
-    except JSONDecodeError as exc:
-        first_reason = str(exc)
+    except DECODE_ERRORS as exc:
+        first_reason = _reason(exc)
     try:
         return fallback_loads(raw)
     except ValueError as exc:
@@ -71,44 +82,10 @@ def excerpt(raw: bytes | memoryview, limit: int = 60) -> str:
     return repr(text + ("…" if len(head) > limit else ""))
 
 
-class Projection:
-    """Decode only some top-level fields of object records: ``{column: value}`` in ``columns`` order.
-
-    With msgspec installed (``pip install 'sjsonl[fast]'``) the other fields are skipped without being
-    built — several times faster than a full parse on long records; without it, a full orjson parse is
-    projected. A missing field gives ``None``. A record that is not a JSON object raises ``ValueError``.
-
-    Example:
-        >>> Projection(["id", "lang"])(b'{"id": 7, "text": "a long text", "tags": [1, 2]}')
-        {'id': 7, 'lang': None}
-    """
-
-    def __init__(self, columns: list[str] | tuple[str, ...]) -> None:
-        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-            raise ArgumentTypeError("columns must be a list of field names")
-        self.columns = tuple(dict.fromkeys(columns))
-        self._decoder = None
-        try:
-            import msgspec
-        except ImportError:
-            return
-        fields = [(f"f{i}", Any, None) for i in range(len(self.columns))]
-        rename = {f"f{i}": c for i, c in enumerate(self.columns)}
-        struct = msgspec.defstruct("Projection", fields, rename=rename)
-        self._decoder = msgspec.json.Decoder(struct)
-        self._astuple = msgspec.structs.astuple
-        self._errors = (msgspec.DecodeError,)
-
-    def __call__(self, raw: bytes | memoryview) -> dict[str, Any]:
-        if self._decoder is not None:
-            try:
-                return dict(zip(self.columns, self._astuple(self._decoder.decode(raw))))
-            except self._errors:
-                pass  # not an object, or not valid JSON: the full parse says which, precisely
-        value = loads(raw)
-        if not isinstance(value, dict):
-            raise ValueError(f"cannot select columns from a JSON {type(value).__name__}, not an object")
-        return {c: value.get(c) for c in self.columns}
-
-    def __reduce__(self):  # msgspec decoders do not pickle; rebuild from the column names
-        return (Projection, (list(self.columns),))
+def valid_utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8 (parsers that skip values do not check their strings)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

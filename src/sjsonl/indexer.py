@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode import JSONDecodeError, excerpt, fast_loads, loads
+from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
 from .document import layouts_for
 from .errors import ArgumentTypeError, RecordDecodeError
 from .index import line_number_at
@@ -134,7 +134,7 @@ class JSONLIndexer:
                 data = element_bytes(buf[start:end]) if self.layout else buf[start:end]
                 try:
                     fast_loads(data)
-                except JSONDecodeError:
+                except DECODE_ERRORS:
                     try:
                         loads(data)
                     except ValueError as exc:

@@ -394,6 +394,10 @@ def load_dataset(
     storage_options: dict | None = None,
     as_hf: bool | None = None,
     field: str | None = None,
+    on_bad_lines: str = "error",
+    fields: Sequence[str] | None = None,
+    missing: str = "absent",
+    schema: type | None = None,
     **kwargs: Any,
 ) -> Any:
     """Load JSON Lines data with 🤗 ``datasets.load_dataset``'s parameters; see the module docstring.
@@ -421,6 +425,8 @@ def load_dataset(
         fill_missing: give every record every column of its split (``None`` where the key is missing), as
             🤗's Arrow tables do; the columns come from all rows (:func:`sjsonl.schema.infer_schema`, cached
             with the index). By default a record is exactly its line's JSON.
+        on_bad_lines, fields, missing, schema: as :class:`~sjsonl.dataset.JSONLDataset` (skip bad lines;
+            decode only some, possibly nested, fields; decode as a type).
         index_dir: where to keep the indexes (as :class:`~sjsonl.dataset.JSONLDataset`).
         workers: threads for building indexes.
         storage_options: passed to fsspec for URLs in ``data_files`` (``s3://bucket/train.jsonl`` …), which
@@ -484,6 +490,10 @@ def load_dataset(
                 storage_options=storage_options,
                 transform=transform,
                 field=field,
+                on_bad_lines=on_bad_lines,
+                fields=fields,
+                missing=missing,
+                schema=schema,
             )
 
         ds = open_()

@@ -48,20 +48,19 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import orjson
 
 from ._progress import Progress
 from .errors import ColumnNotFoundError, InvalidArgumentError
+from .sidecar import index_key, read_sidecar, write_sidecar
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 #: Files with more records than this are split into chunks typed by worker processes.
 PARALLEL_MIN_RECORDS = 200_000
 _CHUNK_RECORDS = 100_000
@@ -347,41 +346,23 @@ def schema_cache_path(index_path: str) -> str:
 
 
 def _cache_key(f: Any) -> dict[str, Any]:
-    # The index's identity: the data version it describes and how many records it found. A rebuilt index
-    # (the data changed) has another stamp, so the cached schema is stale with it.
-    return {"version": CACHE_VERSION, "stamp": f.stamp.to_dict(), "records": int(f.n)}
+    # The index's identity: a rebuilt index (the data changed) has another stamp, so the schema is stale.
+    return index_key(f, CACHE_VERSION)
 
 
 def _read_cache(f: Any) -> RecordSchema | None:
     if f.index_path is None:
         return None
+    saved = read_sidecar(schema_cache_path(f.index_path), _cache_key(f))
     try:
-        with open(schema_cache_path(f.index_path), "rb") as fh:
-            saved = orjson.loads(fh.read())
-        if saved.get("key") != _cache_key(f):
-            return None
-        return RecordSchema.from_dict(saved["schema"])
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return None  # missing, torn by an old crash, or another version: recompute, never trust it
+        return None if saved is None else RecordSchema.from_dict(saved)
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None  # another version: recompute, never trust it
 
 
 def _write_cache(f: Any, schema: RecordSchema) -> None:
-    if f.index_path is None:
-        return
-    final = schema_cache_path(f.index_path)
-    data = orjson.dumps({"key": _cache_key(f), "schema": schema.to_dict()})
-    try:
-        where, name = os.path.split(final)
-        fd, tmp = tempfile.mkstemp(dir=where, prefix=name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, final)  # atomic: readers see the old cache or the new one, never a torn one
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # a read-only index place: the schema is still right, only recomputed next time
+    if f.index_path is not None:
+        write_sidecar(schema_cache_path(f.index_path), _cache_key(f), schema.to_dict())
 
 
 def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:

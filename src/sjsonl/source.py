@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode import JSONDecodeError, excerpt, fast_loads, loads
+from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
 from .errors import IndexFileError, RecordDecodeError, SJSONLError, StaleDataError
 from .index import line_number_at, load_or_build_index
 from .index.store import read_index
@@ -165,7 +165,7 @@ class IndexedFile:
             return next(self.decode_spans([(start, end)], decode))
         try:
             return fast_loads(buf[start:end])
-        except JSONDecodeError:
+        except DECODE_ERRORS:
             return self._slow_decode(int(start), int(end))
 
     def _slow_decode(self, start: int, end: int) -> Any:
@@ -206,7 +206,7 @@ class IndexedFile:
             for start, end in spans:
                 try:
                     yield fast_loads(buf[start:end])
-                except JSONDecodeError:
+                except DECODE_ERRORS:
                     yield self._slow_decode(start + base, end + base)
         else:
             for start, end in spans:
@@ -229,7 +229,7 @@ class IndexedFile:
             for end in bounds[1:]:
                 try:
                     yield fast_loads(buf[start:end])
-                except JSONDecodeError:
+                except DECODE_ERRORS:
                     yield self._slow_decode(start + base, end + base)
                 start = end
 

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, BinaryIO
 
-from .decode import JSONDecodeError, excerpt, fast_loads, loads
+from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
 from .document import is_array_document, is_json_name
 from .errors import InvalidArgumentError, RecordDecodeError, require
 from .index.elements import iter_elements
@@ -138,7 +138,7 @@ def decode_line(path: str, lineno: int, start: int, body: bytes) -> Any:
     """One record, or a :class:`RecordDecodeError` that says where the bad line is."""
     try:
         return fast_loads(body)
-    except JSONDecodeError:
+    except DECODE_ERRORS:
         try:
             return loads(body)
         except ValueError as exc:

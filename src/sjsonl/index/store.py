@@ -77,7 +77,7 @@ def is_index_artifact(name: str) -> bool:
         [True, True, False]
     """
     base = name[:-4] if name.endswith(".tmp") else name  # temp files: "<final name>.<random>.tmp"
-    kinds = ("npy", "meta", "seekpoints", "schema")
+    kinds = ("npy", "meta", "seekpoints", "schema", "badlines")
     return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in kinds
 
 

@@ -10,7 +10,7 @@ Example:
 """
 
 from .distributed import Cursor, PaddedMap, epoch_order, iter_blocks, per_rank, shard_order
-from .maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
+from .maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, SkipMap
 from .permutation import Permutation
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "PaddedMap",
     "Permutation",
     "RangeMap",
+    "SkipMap",
     "epoch_order",
     "iter_blocks",
     "per_rank",

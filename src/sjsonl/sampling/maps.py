@@ -100,3 +100,30 @@ class ComposedMap:
 
     def take(self, positions: np.ndarray) -> np.ndarray:
         return self.inner.take(self.outer.take(positions))
+
+
+class SkipMap:
+    """``[0, n)`` without the sorted indices ``skipped`` (bad lines): position ``p`` → the ``p``-th index
+    that is not skipped. O(len(skipped)) memory, a binary search per lookup.
+
+    Example:
+        >>> m = SkipMap(6, [1, 4])
+        >>> len(m), m[1], m.take(np.arange(4)).tolist()
+        (4, 2, [0, 2, 3, 5])
+    """
+
+    def __init__(self, n: int, skipped) -> None:
+        skipped = np.unique(np.asarray(skipped, dtype=np.int64))
+        self.n = n - len(skipped)
+        # position p maps past every skipped index s_k with s_k - k <= p
+        self._shift = skipped - np.arange(len(skipped), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return i + int(np.searchsorted(self._shift, i, side="right"))
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        pos = np.asarray(positions, dtype=np.int64)
+        return pos + np.searchsorted(self._shift, pos, side="right")

@@ -92,7 +92,8 @@ def schema(ds: JSONLDataset) -> RecordSchema:
     if any(not isinstance(s, ColumnsStage) for s in stages):
         return schema_of_records(_pre_output(ds)[:1])  # a lazy map: its columns show only when it runs
     full = _file_schema(ds)
-    names = list(ds._decode.columns) if ds._decode is not None else full.column_names
+    projected = getattr(ds._decode, "columns", None)  # a projection's top-level fields
+    names = list(projected) if projected is not None else full.column_names
     d = full.to_dict()
     sigs = {c: (s, p) for c, s, p in d["columns"]}
     for stage in stages:
@@ -190,7 +191,7 @@ def select_columns(ds: JSONLDataset, columns: str | Sequence[str]) -> JSONLDatas
     transforms the rows yet; else a column stage after the transforms."""
     import copy
 
-    from ..decode import Projection
+    from ..fields import Projection
 
     cols = _names(columns)
     if ds._transform is None:

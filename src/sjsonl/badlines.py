@@ -1,0 +1,189 @@
+"""Bad lines: find every record that is not valid JSON, and read a file without them.
+
+``find_bad_lines(path)`` parses every record once (in processes, for large files) and returns each bad
+one with its 1-based line number, byte offset, reason and excerpt. ``JSONLDataset(path,
+on_bad_lines="skip")`` uses the same pass to leave those lines out — ``len(ds)`` counts the good records,
+``ds.bad_lines`` lists the others, ``"warn"`` also warns once at open — and ``"error"`` (the default)
+keeps every line a record, so a bad one raises its located error when read.
+
+The result is kept beside the index as ``<stem>.index.badlines``, under the index's identity (the data
+version and record count), with the policy that made it: a rebuilt index makes it stale, and it is never
+read under ``"error"``. Only the first :data:`MAX_REPORTED` bad lines keep their reason and excerpt in
+that file; all of them are skipped.
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLDataset
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "w").write('{"a": 1}\\n{oops\\n{"a": 3}\\n')
+    >>> [(b.line, b.offset) for b in find_bad_lines(path)]
+    [(2, 9)]
+    >>> ds = JSONLDataset(path, on_bad_lines="skip")
+    >>> len(ds), ds[:], [b.line for b in ds.bad_lines]
+    (2, [{'a': 1}, {'a': 3}], [2])
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ._progress import Progress
+from .decode import excerpt, loads
+from .errors import InvalidArgumentError
+from .index import line_number_at
+from .sidecar import index_key, read_sidecar, write_sidecar
+from .storage import byte_view
+
+POLICIES = ("error", "skip", "warn")
+
+
+class BadLineWarning(UserWarning):
+    """``on_bad_lines="warn"``: lines were skipped (the message counts them and names the first)."""
+
+
+MAX_REPORTED = 10_000
+CACHE_VERSION = 1
+PARALLEL_MIN_RECORDS = 200_000
+_CHUNK_RECORDS = 100_000
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """One line that is not a record: where it is and why."""
+
+    path: str
+    line: int  # 1-based line number in the file
+    offset: int  # byte offset of the line's start
+    reason: str
+    excerpt: str
+    record: int  # its number among the file's non-blank lines (its position under on_bad_lines="error")
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path}:{self.line}: byte offset {self.offset}: {self.reason}; line starts {self.excerpt}"
+        )
+
+
+def check_policy(on_bad_lines: str) -> str:
+    if on_bad_lines not in POLICIES:
+        raise InvalidArgumentError(f"on_bad_lines must be one of {', '.join(POLICIES)}, not {on_bad_lines!r}")
+    return on_bad_lines
+
+
+def badlines_path(index_path: str) -> str:
+    """``/data/train.index.npy`` → ``/data/train.index.badlines``."""
+    return (index_path[:-4] if index_path.endswith(".npy") else index_path) + ".badlines"
+
+
+def _chunk(f: Any, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
+    """(record, offset, reason, excerpt) of each bad record in ``[lo, hi)`` of an IndexedFile."""
+    buf = byte_view(f.storage)
+    starts = f.offsets[lo:hi].tolist()
+    ends = [*starts[1:], int(f.offsets[hi]) if hi < f.n else int(f.end)]
+    bad = []
+    for k, (start, end) in enumerate(zip(starts, ends)):
+        data = buf[start:end]
+        try:
+            loads(data)
+        except ValueError as exc:
+            bad.append((lo + k, start, str(exc), excerpt(data)))
+    return bad
+
+
+def _line_numbers(f: Any, offsets: list[int]) -> list[int]:
+    """1-based line numbers of sorted byte offsets, counting newlines once from the start."""
+    buf = byte_view(f.storage)
+    lines, count, prev = [], 1, 0
+    mapped = getattr(f.storage, "buffer", None) is not None
+    for off in offsets:
+        if mapped:
+            count += int(
+                np.count_nonzero(np.frombuffer(buf, np.uint8, count=off - prev, offset=prev) == 0x0A)
+            )
+        else:
+            count = line_number_at(f.storage, off)
+        lines.append(count)
+        prev = off
+    return lines
+
+
+def scan_file(f: Any, workers: int | None = None, progress: bool | None = None) -> list[BadLine]:
+    """Every bad record of one :class:`~sjsonl.source.IndexedFile`, in file order."""
+    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
+    bounds = [(lo, min(f.n, lo + _CHUNK_RECORDS)) for lo in range(0, f.n, _CHUNK_RECORDS)]
+    bar = Progress(int(f.end), f"checking {os.path.basename(f.path)}", progress)
+    found: list[tuple[int, int, str, str]] = []
+    try:
+        if workers > 1 and f.n >= PARALLEL_MIN_RECORDS:
+            # Parsing is CPU-bound Python: processes (spawn: callers may run threads), IndexedFile pickles
+            # by path.
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(min(workers, len(bounds)), mp_context=ctx) as pool:
+                for fut in [pool.submit(_chunk, f, lo, hi) for lo, hi in bounds]:
+                    found += fut.result()
+                    if bar.update:
+                        bar.update(int(f.end) // max(1, len(bounds)))
+        else:
+            for lo, hi in bounds:
+                found += _chunk(f, lo, hi)
+                if bar.update:
+                    bar.update(int(f.end) // max(1, len(bounds)))
+    finally:
+        bar.close()
+    lines = _line_numbers(f, [off for _, off, _, _ in found])
+    return [BadLine(f.path, ln, off, why, text, rec) for (rec, off, why, text), ln in zip(found, lines)]
+
+
+def bad_lines_of(
+    f: Any, policy: str, workers: int | None = None, progress: bool | None = None
+) -> list[BadLine]:
+    """The bad lines of ``f``, from its ``.badlines`` sidecar when it matches the index, else computed
+    and saved there (with ``policy``)."""
+    where = badlines_path(f.index_path) if f.index_path else None
+    key = index_key(f, CACHE_VERSION)
+    saved = read_sidecar(where, key) if where else None
+    if saved is not None:
+        return [BadLine(f.path, *row) for row in saved["bad"]]
+    bad = scan_file(f, workers, progress)
+    if where:
+        rows = [[b.line, b.offset, b.reason, b.excerpt, b.record] for b in bad[:MAX_REPORTED]]
+        rows += [[b.line, b.offset, "", "", b.record] for b in bad[MAX_REPORTED:]]
+        write_sidecar(where, key, {"policy": policy, "bad": rows})
+    return bad
+
+
+def find_bad_lines(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    workers: int | None = None,
+    progress: bool | None = None,
+    **dataset_kwargs: Any,
+) -> list[BadLine]:
+    """Every line of ``path`` (a file or a list of files) that is not a valid JSON record, in file order.
+
+    ``workers`` processes parse large files; ``dataset_kwargs`` go to :class:`~sjsonl.JSONLDataset`
+    (``index_dir=``, ``storage_options=``, …). Nothing is cached: this always looks again.
+    """
+    from .dataset import JSONLDataset
+
+    ds = JSONLDataset(path, workers=workers, progress=progress, **dataset_kwargs)
+    return [b for f in ds._files for b in scan_file(f, workers, progress)]
+
+
+def report(bad: list[BadLine], limit: int = 5) -> str:
+    """A short summary for a warning: the count and the first ``limit`` lines."""
+    head = "; ".join(f"line {b.line}: {b.reason}" for b in bad[:limit])
+    more = f"; … {len(bad) - limit} more" if len(bad) > limit else ""
+    return f"{len(bad)} bad line{'s' if len(bad) != 1 else ''} skipped in {bad[0].path}: {head}{more}"
+
+
+def as_dict(b: BadLine) -> dict[str, Any]:
+    """A bad line as a plain dict (for ``--json`` output)."""
+    return asdict(b)

@@ -1,0 +1,219 @@
+"""Partial and typed decoding: only some (nested) fields of each record, or records of a declared type.
+
+:class:`FieldProjection` decodes the fields at some paths — ``"id"``, ``"meta.lang"`` — and skips the
+rest without building it (msgspec), which pays on records with many or long fields. The result is the
+record's subset, nested as in the record: ``{"meta": {"lang": "en"}}``. A missing path follows
+``missing``: ``"absent"`` (left out: exactly the subset), ``"none"`` (``None`` at that path) or
+``"error"`` (the record raises, naming the field). Asking for ``meta`` and ``meta.lang`` gives ``meta``
+whole. The record is still checked whole: one that ``json.loads`` refuses raises, skipped parts included.
+
+:class:`TypedDecoder` decodes each record as a type — a ``msgspec.Struct``, a dataclass or a
+``TypedDict`` — validating while decoding; a mismatch raises with the field's path (``$.meta.lang``),
+and the dataset adds the file, line and offset.
+
+Both are decoders for :class:`~sjsonl.JSONLDataset` (``fields=``, ``schema=``): callables from a
+record's bytes to its value that raise ``ValueError`` with a reason.
+
+Example:
+    >>> p = FieldProjection(["id", "meta.lang"])
+    >>> p(b'{"id": 7, "text": "long ...", "meta": {"lang": "en", "url": "x"}}')
+    {'id': 7, 'meta': {'lang': 'en'}}
+    >>> p(b'{"id": 8}'), FieldProjection(["meta.lang"], missing="none")(b'{"id": 8}')
+    ({'id': 8}, {'meta': {'lang': None}})
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Row:
+    ...     id: int
+    ...     text: str = ""
+    >>> TypedDecoder(Row)(b'{"id": 1, "extra": [1]}')
+    Row(id=1, text='')
+    >>> TypedDecoder(Row)(b'{"id": "1"}')
+    Traceback (most recent call last):
+    ...
+    ValueError: Expected `int`, got `str` - at `$.id`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from .decode import loads, valid_utf8
+from .errors import ArgumentTypeError, InvalidArgumentError
+
+MISSING_POLICIES = ("absent", "none", "error")
+Path = tuple[str, ...]
+
+
+def parse_paths(fields: str | Sequence[str]) -> list[Path]:
+    """Dotted field names as paths: ``"meta.lang"`` → ``("meta", "lang")``.
+
+    Example:
+        >>> parse_paths(["id", "meta.lang"])
+        [('id',), ('meta', 'lang')]
+    """
+    if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
+        raise ArgumentTypeError("fields must be a list of field names (dotted for nested fields)")
+    return [tuple(f.split(".")) for f in dict.fromkeys(fields)]
+
+
+def _tree(paths: Sequence[Path]) -> dict[str, Any]:
+    """Paths as a tree ``{key: None (whole value) | subtree}``; a whole value absorbs deeper paths."""
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
+        for i, key in enumerate(path):
+            last = i == len(path) - 1
+            if key in node and node[key] is None:
+                break  # the whole value is asked for already
+            if last:
+                node[key] = None
+            else:
+                node = node.setdefault(key, {})
+    return tree
+
+
+def _struct(tree: dict[str, Any], name: str) -> type:
+    """A msgspec Struct with one optional field per key of ``tree`` (nested Structs for subtrees)."""
+    fields, rename = [], {}
+    for i, (key, sub) in enumerate(tree.items()):
+        kind: Any = Any if sub is None else (_struct(sub, f"{name}_{i}") | None)
+        fields.append((f"f{i}", kind, msgspec.UNSET))
+        rename[f"f{i}"] = key
+    return msgspec.defstruct(name, fields, rename=rename)
+
+
+class FieldProjection:
+    """Decode only the fields at ``paths`` of object records (see the module)."""
+
+    def __init__(self, fields: str | Sequence[str] | Sequence[Path], missing: str = "absent") -> None:
+        if missing not in MISSING_POLICIES:
+            raise InvalidArgumentError(
+                f"missing must be one of {', '.join(MISSING_POLICIES)}, not {missing!r}"
+            )
+        dotted = isinstance(fields, str) or all(isinstance(f, str) for f in fields)
+        self.paths: list[Path] = parse_paths(fields) if dotted else [tuple(p) for p in fields]  # type: ignore[arg-type]
+        self.missing = missing
+        self._tree = _tree(self.paths)
+        self.columns = tuple(self._tree)  # the top-level fields of every record
+        try:
+            self._decoder: msgspec.json.Decoder | None = msgspec.json.Decoder(_struct(self._tree, "Fields"))
+        except ValueError:  # a key msgspec cannot name (a quote, a backslash, a control character)
+            self._decoder = None  # every record takes the full parse, then the subset
+
+    def __call__(self, raw: bytes | memoryview) -> dict[str, Any]:
+        try:
+            if self._decoder is None:
+                raise msgspec.DecodeError
+            decoded = self._decoder.decode(raw)
+            data = raw if isinstance(raw, bytes) else bytes(raw)
+            if data.isascii() or valid_utf8(data):  # msgspec does not check the strings it skips
+                return self._from_struct(decoded, self._tree, ())
+        except (msgspec.DecodeError, RecursionError):
+            pass  # not an object, a nested field that is not one, or not valid JSON: the full parse decides
+        value = loads(raw)
+        if not isinstance(value, dict):
+            raise ValueError(f"cannot select fields from a JSON {type(value).__name__}, not an object")
+        return self._from_value(value, self._tree, ())
+
+    def _from_struct(self, obj: Any, tree: dict[str, Any], where: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for (key, sub), value in zip(tree.items(), msgspec.structs.astuple(obj)):
+            if value is msgspec.UNSET:
+                self._missing(out, key, sub, where)
+            elif sub is None:
+                out[key] = value
+            elif value is None:  # null where an object was expected: the fields inside are missing
+                self._missing_inside(out, key, sub, where, value)
+            else:
+                out[key] = self._from_struct(value, sub, (*where, key))
+        return out
+
+    def _from_value(self, obj: dict, tree: dict[str, Any], where: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, sub in tree.items():
+            if key not in obj:
+                self._missing(out, key, sub, where)
+            elif sub is None:
+                out[key] = obj[key]
+            elif isinstance(obj[key], dict):
+                out[key] = self._from_value(obj[key], sub, (*where, key))
+            else:
+                self._missing_inside(out, key, sub, where, obj[key])
+        return out
+
+    def _missing(self, out: dict, key: str, sub: dict | None, where: Path) -> None:
+        if self.missing == "error":
+            raise ValueError(f"field {'.'.join((*where, key))!r} is missing")
+        if self.missing == "none":
+            out[key] = None if sub is None else self._nones(sub)
+
+    def _missing_inside(self, out: dict, key: str, sub: dict, where: Path, value: Any) -> None:
+        if self.missing == "error":
+            inner = ".".join((*where, key))
+            raise ValueError(
+                f"field {inner!r} is a JSON {type(value).__name__}, not an object with the fields asked for"
+            )
+        if self.missing == "none":
+            out[key] = self._nones(sub)
+
+    def _nones(self, tree: dict[str, Any]) -> dict[str, Any]:
+        return {k: None if sub is None else self._nones(sub) for k, sub in tree.items()}
+
+    def __reduce__(self):  # msgspec decoders do not pickle; rebuild from the paths
+        return (FieldProjection, (self.paths, self.missing))
+
+
+class Projection(FieldProjection):
+    """``select_columns``: top-level columns — names taken literally, dots included — ``None`` when
+    missing, in the order asked for.
+
+    Example:
+        >>> Projection(["id", "lang"])(b'{"id": 7, "text": "a long text", "tags": [1, 2]}')
+        {'id': 7, 'lang': None}
+    """
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise ArgumentTypeError("columns must be a list of field names")
+        super().__init__([(c,) for c in dict.fromkeys(columns)], missing="none")
+
+    def __reduce__(self):
+        return (Projection, (list(self.columns),))
+
+
+class TypedDecoder:
+    """Decode each record as ``schema`` (a ``msgspec.Struct``, dataclass or ``TypedDict``)."""
+
+    def __init__(self, schema: type) -> None:
+        try:
+            self._decoder: msgspec.json.Decoder = msgspec.json.Decoder(schema)
+        except TypeError as exc:
+            raise ArgumentTypeError(
+                f"schema must be a msgspec Struct, a dataclass or a TypedDict: {exc}"
+            ) from None
+        self.schema = schema
+
+    def __call__(self, raw: bytes | memoryview) -> Any:
+        try:
+            value = self._decoder.decode(raw)
+            data = raw if isinstance(raw, bytes) else bytes(raw)
+            if data.isascii() or valid_utf8(data):
+                return value
+            reason = ""
+        except msgspec.ValidationError as exc:
+            reason = str(exc)
+        except (msgspec.DecodeError, RecursionError):
+            reason = ""
+        obj = loads(raw)  # invalid JSON raises here, with the parser's reason
+        if reason and "out of range" not in reason:
+            raise ValueError(reason)
+        try:
+            return msgspec.convert(obj, self.schema)  # valid JSON msgspec's reader declined (e.g. "\\ud800")
+        except msgspec.ValidationError as exc:
+            raise ValueError(str(exc)) from None
+
+    def __reduce__(self):
+        return (TypedDecoder, (self.schema,))
