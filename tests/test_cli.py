@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from sjsonl.sample import write_corpus
 
@@ -59,3 +60,12 @@ def test_demo_runs(tmp_path, monkeypatch):
     monkeypatch.delenv("SJSONL_INDEX_DIR")  # the demo shows the default: the index beside the data
     out = sjsonl("demo", "--dir", tmp_path, "--records", 3000).stdout
     assert "3,000 records" in out and "µs per record" in out and (tmp_path / "sample.index.npy").exists()
+
+
+SCRIPT = Path(sys.executable).with_name("sjsonl")  # the real console script of this environment
+
+
+def cli(*args, cwd=None, module=False, timeout=120):
+    """Run ``sjsonl ARGS`` (or ``python -m sjsonl ARGS``) in a subprocess; the CompletedProcess."""
+    cmd = [sys.executable, "-m", "sjsonl"] if module else [str(SCRIPT)]
+    return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._progress import Progress
 from .badlines import as_dict, find_bad_lines
 from .cli import clean, error, human_bytes, human_secs, plural
 from .dataset import JSONLDataset
@@ -62,9 +63,7 @@ def index_one(path: str, args: argparse.Namespace) -> None:
         if policy == "warn":
             for b in ds.bad_lines:
                 print(f"sjsonl: warning: {clean(b)}", file=sys.stderr)
-        note = f" ({plural(len(ds.bad_lines), 'bad line')} {'skipped' if ds.bad_lines else ''})".replace(
-            " )", ")"
-        )
+        note = f" ({plural(len(ds.bad_lines), 'bad line')} skipped)" if ds.bad_lines else " (no bad lines)"
     rate = f", {human_bytes(size / secs)}/s" if secs >= 0.1 else ""
     print(
         f"{indexer.path}: {plural(len(indexer), 'record')}{note}, "
@@ -250,6 +249,13 @@ def plot(out: str, sizes: np.ndarray, fs: dict[str, Any]) -> None:
     plt.close(fig)
 
 
+def _counted(records: Iterator[Any], bar: Progress, step: int) -> Iterator[Any]:
+    for i, rec in enumerate(records):
+        if bar.update and i % 4096 == 4095:
+            bar.update(step)
+        yield rec
+
+
 def run_stats(args: argparse.Namespace) -> int:
     """``sjsonl stats``."""
     if args.plot:
@@ -266,7 +272,9 @@ def run_stats(args: argparse.Namespace) -> int:
         if k == n
         else ds.iter_positions(np.unique(np.linspace(0, n - 1, k).round().astype(np.int64)))
     )
-    fs = field_stats(records)
+    bar = Progress(int(sizes.sum()), "reading records", args.progress)
+    fs = field_stats(_counted(records, bar, max(1, int(sizes.sum()) // max(1, k)) * 4096))
+    bar.close()
     print("\n".join(report(ds.files[0], sizes, fs, n)))
     if args.plot:
         plot(args.plot, sizes, fs)
