@@ -57,17 +57,17 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
 _NAMES = {
     ast.Lambda: "lambda",
     ast.BinOp: "arithmetic",
-    ast.IfExp: "conditional expressions",
+    ast.IfExp: "a conditional expression",
     ast.NamedExpr: "assignment (:=)",
-    ast.Dict: "dict literals",
-    ast.Set: "set literals",
-    ast.JoinedStr: "f-strings",
+    ast.Dict: "a dict literal",
+    ast.Set: "a set literal",
+    ast.JoinedStr: "an f-string",
     ast.Await: "await",
     ast.Starred: "* unpacking",
-    ast.ListComp: "comprehensions",
-    ast.SetComp: "comprehensions",
-    ast.DictComp: "comprehensions",
-    ast.GeneratorExp: "generator expressions",
+    ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.GeneratorExp: "a generator expression",
 }
 
 

@@ -1,0 +1,123 @@
+"""``sjsonl stats``, ``sjsonl sample`` and ``python -m sjsonl``, on the real console script."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+
+import pytest
+
+from sjsonl import JSONLDataset
+
+from .test_cli import cli
+
+HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    rows = [{"a": 1, "b": "xy"}, {"a": 2.5, "b": None}, {"a": True, "c": [1, 2, 3]}, {"a": "s", "c": []}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_stats_fields_types_lengths_histogram(mixed):
+    out = cli("stats", mixed)
+    assert out.returncode == 0 and out.stderr == ""
+    text = out.stdout
+    size = mixed.stat().st_size
+    assert "records:  4\n" in text and f"bytes:    {size} ({size} B)" in text and "fields (all):" in text
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("  ") and "%" in line}
+    assert "100.0%" in rows["a"] and all(f"{t} 1" in rows["a"] for t in ("int", "float", "bool", "str"))
+    assert "50.0%" in rows["b"] and "str 1" in rows["b"] and "null 1" in rows["b"]
+    assert "str len 2 / 2.0 / 2" in rows["b"]
+    assert "50.0%" in rows["c"] and "list 2" in rows["c"] and "list len 0 / 1.5 / 3" in rows["c"]
+    hist = text[text.index("record size histogram") :].splitlines()[1:]
+    assert len(hist) == 12 and sum(int(h.rsplit("│", 1)[1]) for h in hist) == 4 and "█" in text
+
+
+def test_stats_sample_and_non_objects(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"i": i} if i % 2 else [i]) + "\n" for i in range(10)))
+    out = cli("stats", path, "--sample", 5)
+    assert out.returncode == 0 and "fields (5 evenly spaced records of 10):" in out.stdout
+    assert "records that are not JSON objects: " in out.stdout
+    assert cli("stats", path, "--sample", 0).returncode == 2
+
+
+@pytest.mark.skipif(HAVE_MPL, reason="matplotlib is installed")
+def test_stats_plot_without_matplotlib(mixed, tmp_path):
+    out = cli("stats", mixed, "--plot", tmp_path / "s.png")
+    assert out.returncode == 1 and out.stdout == ""
+    assert (
+        out.stderr
+        == "sjsonl: error: --plot needs matplotlib, which is not installed (pip install matplotlib)\n"
+    )
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib is not installed")
+def test_stats_plot(mixed, tmp_path):
+    png = tmp_path / "s.png"
+    out = cli("stats", mixed, "--plot", png)
+    assert out.returncode == 0 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_stats_is_fast_on_100k_records(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text(
+        "".join(f'{{"id": {i}, "text": "{"x" * (i % 50)}", "tags": [1]}}\n' for i in range(100_000))
+    )
+    cli("index", path)
+    t0 = time.perf_counter()
+    out = cli("stats", path)
+    assert out.returncode == 0 and "records:  100,000" in out.stdout and "fields (all):" in out.stdout
+    assert time.perf_counter() - t0 < 20
+
+
+def test_sample_is_uniform_exact_and_deterministic(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(f'{{"i": {i}}}\n' for i in range(100)))
+    first = cli("sample", path, "-n", 10, "--seed", 3)
+    assert first.returncode == 0 and first.stderr == ""
+    drawn = [json.loads(line)["i"] for line in first.stdout.splitlines()]
+    assert len(set(drawn)) == 10 and drawn == [r["i"] for r in JSONLDataset(path).shuffle(seed=3).take(10)]
+    assert cli("sample", path, "-n", 10, "--seed", 3).stdout == first.stdout
+    assert cli("sample", path, "-n", 10, "--seed", 4).stdout != first.stdout
+    whole = cli("sample", path, "-n", 100).stdout.splitlines()
+    assert sorted(json.loads(line)["i"] for line in whole) == list(range(100))
+
+
+def test_sample_more_than_there_are(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("1\n2\n3\n")
+    out = cli("sample", "d.jsonl", "-n", 5, cwd=tmp_path)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == "sjsonl: error: d.jsonl has 3 records: cannot draw 5 without replacement\n"
+    assert cli("sample", path, "-n", 0).returncode == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        ["info", "{f}"],
+        ["head", "{f}", "-n", "2"],
+        ["get", "{f}", "9", "-1"],
+        ["verify", "{f}"],
+        [],
+        ["nope"],
+    ],
+)
+def test_python_m_sjsonl_is_the_script(tmp_path, args):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}\n')
+    cli("index", path)
+    args = [a.format(f=path) for a in args]
+    script, module = cli(*args), cli(*args, module=True)
+    assert (module.returncode, module.stdout, module.stderr) == (
+        script.returncode,
+        script.stdout,
+        script.stderr,
+    )
