@@ -36,6 +36,10 @@ DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
 _BYTE_POSITION = re.compile(r"\s*\(byte (\d+)\)")
 
 
+class FieldMismatch(ValueError):
+    """Raised by a decoder (:mod:`sjsonl.fields`) for valid JSON that is not what was asked for."""
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 

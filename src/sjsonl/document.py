@@ -205,8 +205,11 @@ class DocumentFile(IndexedFile):
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 
-    def decode_error(self, start: int, data: bytes, reason: str) -> SJSONLError:
+    def decode_error(
+        self, start: int, data: bytes, reason: str, error: type = RecordDecodeError
+    ) -> SJSONLError:
         if not self.layout:
-            return super().decode_error(start, data, str(reason))
+            return super().decode_error(start, data, str(reason), error)
         line = line_number_at(byte_view(self.storage), start)
-        return RecordDecodeError(self.path, line, start, excerpt(data), f"invalid JSON element: {reason}")
+        what = "invalid JSON element: " if error is RecordDecodeError else ""
+        return error(self.path, line, start, excerpt(data), what + reason)

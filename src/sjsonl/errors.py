@@ -260,13 +260,22 @@ class RecordDecodeError(SJSONLError, ValueError):
             super().__init__(path)
             return
         super().__init__(
-            f"{path}:{line}: invalid JSON record at byte offset {offset}: {reason}; line starts {excerpt}"
+            f"{path}:{line}: {self.what} at byte offset {offset}: {reason}; line starts {excerpt}"
         )
+
+    what = "invalid JSON record"
 
     def __reduce__(self):  # keep the fields through pickling (DataLoader workers re-raise in the parent)
         if self.line is None:
             return (type(self), self.args)
         return (type(self), (self.path, self.line, self.offset, self.excerpt, self.reason))
+
+
+class RecordFieldError(RecordDecodeError):
+    """A record is valid JSON but not what was asked for: a field missing (``fields=``,
+    ``missing="error"``) or of another type than the ``schema=`` says. ``reason`` names the field."""
+
+    what = "record does not match"
 
 
 class MissingDependencyError(SJSONLError, ImportError):

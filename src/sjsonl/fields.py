@@ -40,7 +40,7 @@ from typing import Any
 
 import msgspec
 
-from .decode import loads, valid_utf8
+from .decode import FieldMismatch, loads, valid_utf8
 from .errors import ArgumentTypeError, InvalidArgumentError
 
 MISSING_POLICIES = ("absent", "none", "error")
@@ -146,14 +146,14 @@ class FieldProjection:
 
     def _missing(self, out: dict, key: str, sub: dict | None, where: Path) -> None:
         if self.missing == "error":
-            raise ValueError(f"field {'.'.join((*where, key))!r} is missing")
+            raise FieldMismatch(f"field {'.'.join((*where, key))!r} is missing")
         if self.missing == "none":
             out[key] = None if sub is None else self._nones(sub)
 
     def _missing_inside(self, out: dict, key: str, sub: dict, where: Path, value: Any) -> None:
         if self.missing == "error":
             inner = ".".join((*where, key))
-            raise ValueError(
+            raise FieldMismatch(
                 f"field {inner!r} is a JSON {type(value).__name__}, not an object with the fields asked for"
             )
         if self.missing == "none":
@@ -209,11 +209,11 @@ class TypedDecoder:
             reason = ""
         obj = loads(raw)  # invalid JSON raises here, with the parser's reason
         if reason and "out of range" not in reason:
-            raise ValueError(reason)
+            raise FieldMismatch(reason)
         try:
             return msgspec.convert(obj, self.schema)  # valid JSON msgspec's reader declined (e.g. "\\ud800")
         except msgspec.ValidationError as exc:
-            raise ValueError(str(exc)) from None
+            raise FieldMismatch(str(exc)) from None
 
     def __reduce__(self):
         return (TypedDecoder, (self.schema,))

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
-from .errors import IndexFileError, RecordDecodeError, SJSONLError, StaleDataError
+from .decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, loads
+from .errors import IndexFileError, RecordDecodeError, RecordFieldError, SJSONLError, StaleDataError
 from .index import line_number_at, load_or_build_index
 from .index.store import read_index
 from .storage import Storage, byte_view, open_storage
@@ -175,7 +175,9 @@ class IndexedFile:
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 
-    def decode_error(self, start: int, data: bytes, reason: str) -> SJSONLError:
+    def decode_error(
+        self, start: int, data: bytes, reason: str, error: type = RecordDecodeError
+    ) -> SJSONLError:
         """The located decode error — or, when the span does not start a line, an error that blames the
         index (corrupt offsets), not the healthy data."""
         view = byte_view(self.storage)
@@ -186,7 +188,7 @@ class IndexedFile:
                 "a line (a corrupt index); delete it to rebuild"
             )
         line = line_number_at(view, start)
-        return RecordDecodeError(self.path, line, start, excerpt(data), reason)
+        return error(self.path, line, start, excerpt(data), reason)
 
     def decode_spans(
         self,
@@ -212,6 +214,10 @@ class IndexedFile:
             for start, end in spans:
                 try:
                     yield decode(buf[start:end])
+                except FieldMismatch as exc:
+                    raise self.decode_error(
+                        start + base, buf[start:end], str(exc), RecordFieldError
+                    ) from None
                 except ValueError as exc:
                     raise self.decode_error(start + base, buf[start:end], str(exc)) from None
 
