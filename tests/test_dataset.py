@@ -217,3 +217,27 @@ def test_getitems_is_a_batch_lookup(small):
     ds = JSONLDataset(path)
     assert ds.__getitems__([4, 2, -1]) == [records[4], records[2], records[-1]]
     assert ds[3:3] == [] and ds[-3:] == records[-3:]
+
+
+def test_out_of_range_names_the_file_and_the_valid_range(tmp_path):
+    from sjsonl.errors import RecordIndexError
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("1\n2\n3\n")
+    b.write_text("4\n")
+    with pytest.raises(RecordIndexError, match=r"^a.jsonl has 3 records: index 7 is out of range \(valid: 0..2 or -3..-1\)$"):
+        JSONLDataset(a)[7]
+    with pytest.raises(RecordIndexError, match=r"^a.jsonl and 1 more file has 4 records: index -5 is out of range"):
+        JSONLDataset([a, b])[-5]
+    assert repr(JSONLDataset([a, b])) == f"JSONLDataset([{str(a)!r}, {str(b)!r}], records=4)"
+
+
+def test_an_index_dir_that_is_a_file_is_named(tmp_path, monkeypatch):
+    data, blocker = tmp_path / "d.jsonl", tmp_path / "not-a-dir"
+    data.write_text("1\n")
+    blocker.write_text("")
+    with pytest.raises(ValueError, match=rf"index_dir {blocker} exists and is not a directory"):
+        JSONLDataset(data, index_dir=blocker)
+    monkeypatch.setenv("SJSONL_INDEX_DIR", str(blocker))
+    with pytest.raises(ValueError, match=rf"\$SJSONL_INDEX_DIR {blocker} exists and is not a directory"):
+        JSONLDataset(data)

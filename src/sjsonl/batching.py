@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgumentError, RecordIndexError
+from .errors import InvalidArgumentError, out_of_range
 from .sampling.maps import IndexMap
 from .transforms.export import batch_of
 from .views import Views, positions_of
@@ -62,7 +62,7 @@ class BatchedDataset(Views):
             return [self[int(i)] for i in positions_of(b, self._len)]  # type: ignore[arg-type]
         i = int(b) + (self._len if b < 0 else 0)
         if not 0 <= i < self._len:
-            raise RecordIndexError(f"batch {int(b)} out of range for {self._len} batches")
+            raise out_of_range(int(b), self._len, "this batched dataset", "batch")
         if self._order is not None:
             i = self._order[i]
         lo = i * self.batch_size

@@ -26,7 +26,7 @@ import numpy as np
 from .badlines import BadLine, BadLineWarning, bad_lines_of, check_policy, report
 from .decode import DECODE_ERRORS, fast_loads
 from .document import open_data_files
-from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
+from .errors import ArgumentTypeError, InvalidArgumentError, out_of_range, plural
 from .fields import FieldProjection, TypedDecoder
 from .sampling.maps import IndexMap, SkipMap
 from .source import IndexedFile
@@ -184,9 +184,17 @@ class JSONLDataset(Views):
         return self._len
 
     def __repr__(self) -> str:
-        where = self.files[0] if len(self._files) == 1 else f"{len(self._files)} files"
+        names = self.files
+        where = (
+            repr(names[0]) if len(names) == 1 else repr(names[:3])[:-1] + (", …]" if len(names) > 3 else "]")
+        )
         view = "" if self._order is None else f", view of {int(self._bounds[-1])}"
-        return f"JSONLDataset({where!r}, records={self._len}{view})"
+        return f"JSONLDataset({where}, records={self._len}{view})"
+
+    def _name(self) -> str:
+        """How errors name this dataset: its file, or its first file and how many more."""
+        first = os.path.basename(self.files[0])
+        return first if len(self._files) == 1 else f"{first} and {plural(len(self._files) - 1, 'more file')}"
 
     # ----------------------------------------------------------------- access
     def __getitem__(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
@@ -196,7 +204,7 @@ class JSONLDataset(Views):
             if i < 0:
                 i += n
             if i >= n or i < 0:
-                raise RecordIndexError(f"record {int(key)} out of range for a dataset of {n} records")
+                raise out_of_range(int(key), n, self._name())
             if self._plain:  # the hot path: one file, no view, no transform; record() inlined
                 hot = self._hot
                 if hot is None:
@@ -225,7 +233,7 @@ class JSONLDataset(Views):
         bad = (positions < -self._len) | (positions >= self._len)
         if bad.any():
             first = int(positions[bad][0])
-            raise RecordIndexError(f"record {first} out of range for a dataset of {self._len} records")
+            raise out_of_range(first, self._len, self._name())
         return self._records_at_positions(np.where(positions < 0, positions + self._len, positions))
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
@@ -237,7 +245,7 @@ class JSONLDataset(Views):
         n = self._len
         i = int(i) + (n if i < 0 else 0)
         if not 0 <= i < n:
-            raise RecordIndexError(f"record {i} out of range for a dataset of {n} records")
+            raise out_of_range(i, n, self._name())
         base = i if self._order is None else self._order[i]
         f, j = self._locate(base)
         return f.raw(j)

@@ -156,8 +156,42 @@ class RecordIndexError(SJSONLError, IndexError):
         >>> JSONLDataset(path)[5]
         Traceback (most recent call last):
         ...
-        sjsonl.errors.RecordIndexError: record 5 out of range for a dataset of 1 records
+        sjsonl.errors.RecordIndexError: d.jsonl has 1 record: index 5 is out of range (valid: 0 or -1)
     """
+
+
+def plural(n: int, noun: str) -> str:
+    """``"1 record"``, ``"3 records"``.
+
+    Example:
+        >>> plural(1, "record"), plural(0, "batch"), plural(2, "entry")
+        ('1 record', '0 batches', '2 entries')
+    """
+    if n == 1:
+        return f"{n} {noun}"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return f"{n} {noun}es"
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return f"{n} {noun[:-1]}ies"
+    return f"{n} {noun}s"
+
+
+def out_of_range(index: int, n: int, what: str = "a dataset", unit: str = "record") -> RecordIndexError:
+    """The error for ``index`` outside ``n`` items, naming ``what`` holds them and the valid range.
+
+    Example:
+        >>> str(out_of_range(7, 3, "train.jsonl"))
+        'train.jsonl has 3 records: index 7 is out of range (valid: 0..2 or -3..-1)'
+        >>> str(out_of_range(0, 0, "a mixture"))
+        'a mixture has 0 records: index 0 is out of range (it is empty)'
+    """
+    if n == 0:
+        valid = "it is empty"
+    elif n == 1:
+        valid = "valid: 0 or -1"
+    else:
+        valid = f"valid: 0..{n - 1} or -{n}..-1"
+    return RecordIndexError(f"{what} has {plural(n, unit)}: index {index} is out of range ({valid})")
 
 
 class UnsupportedArgumentError(ArgumentTypeError):

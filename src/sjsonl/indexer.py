@@ -23,7 +23,7 @@ import numpy as np
 
 from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
 from .document import layouts_for
-from .errors import ArgumentTypeError, RecordDecodeError
+from .errors import ArgumentTypeError, RecordDecodeError, plural
 from .index import line_number_at
 from .index.build import build_layout, save_index
 from .index.elements import element_bytes, records_end
@@ -43,7 +43,7 @@ class InvalidRecordsError(RecordDecodeError):
         self.errors, self.total = errors, total
         lines = ", ".join(str(e.line) for e in errors[:10])
         more = f" (first lines: {lines}{', …' if total > 10 else ''})" if total > 1 else ""
-        self.args = (f"{total} invalid record(s) in {first.path}{more}; first: {first}",)
+        self.args = (f"{plural(total, 'invalid record')} in {first.path}{more}; first: {first}",)
 
     def __reduce__(self):
         return (type(self), (self.errors, self.total))

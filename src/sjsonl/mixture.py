@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
+from .errors import ArgumentTypeError, InvalidArgumentError, out_of_range
 from .sampling.maps import IndexMap
 from .sampling.permutation import Permutation
 from .sampling.schedule import InterleaveSchedule
@@ -165,7 +165,7 @@ class MixtureDataset(Views):
             raise ArgumentTypeError(f"record indices must be integers, not {i!r}")
         j = int(i) + (n if i < 0 else 0)
         if not 0 <= j < n:
-            raise RecordIndexError(f"record {int(i)} out of range for a mixture of {n} records")
+            raise out_of_range(int(i), n, "this mixture")
         return j
 
     # ----------------------------------------------------------------- access

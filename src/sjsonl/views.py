@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
+from .errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError, out_of_range
 from .sampling.distributed import PaddedMap
 from .sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
 
@@ -126,5 +126,5 @@ def positions_of(key: slice | Sequence[int] | np.ndarray, n: int) -> np.ndarray:
     positions = positions.astype(np.int64)
     bad = (positions < -n) | (positions >= n)
     if bad.any():
-        raise RecordIndexError(f"index {int(positions[bad][0])} out of range for {n} items")
+        raise out_of_range(int(positions[bad][0]), n, "the dataset")
     return np.where(positions < 0, positions + n, positions)

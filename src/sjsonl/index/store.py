@@ -48,7 +48,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..errors import IndexFileError, SJSONLError, one_line
+from ..errors import IndexFileError, InvalidArgumentError, SJSONLError, one_line
 from ..storage import DataStamp, is_url
 from ..storage.local import open_regular_file
 from ..storage.zip import split_member
@@ -187,7 +187,15 @@ def index_dir_from_env(index_dir: str | os.PathLike[str] | None) -> str | None:
     """``index_dir`` or ``$SJSONL_INDEX_DIR``, as an absolute path (a pickled copy used from another
     working directory must find the same place)."""
     chosen = os.fspath(index_dir) if index_dir is not None else os.environ.get("SJSONL_INDEX_DIR") or None
-    return None if chosen is None else os.path.abspath(os.path.expanduser(chosen))
+    if chosen is None:
+        return None
+    where = os.path.abspath(os.path.expanduser(chosen))
+    if os.path.exists(where) and not os.path.isdir(where):
+        source = "index_dir" if index_dir is not None else "$SJSONL_INDEX_DIR"
+        raise InvalidArgumentError(
+            f"{source} {where} exists and is not a directory: name a directory for indexes"
+        )
+    return where
 
 
 def candidate_index_paths(data_path: str, index_dir: str | None = None) -> list[str]:
