@@ -1,6 +1,6 @@
 """Run every benchmark and print one markdown report (the README's tables come from here).
 
-    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,pipeline]
+    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,pipeline,decode]
                              [--out benchmarks/results.md]
 
 Medians of repeated runs; every ratio is against a baseline measured in the same run.
@@ -24,6 +24,7 @@ SUITES = {
     "mindspore": ("bench_mindspore", "Into MindSpore: sjsonl vs 🤗 + MindNLP-style adapter"),
     "storage": ("bench_storage", "Compressed (.gz, seekable .zst) and remote (S3 via moto) vs local"),
     "pipeline": ("bench_pipeline", "Mixtures, and background prefetch on a storage with 5 ms latency"),
+    "decode": ("bench_decode", "Partial (fields=) and typed (schema=) decoding vs a full parse"),
 }
 
 

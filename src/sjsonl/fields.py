@@ -30,7 +30,7 @@ Example:
     >>> TypedDecoder(Row)(b'{"id": "1"}')
     Traceback (most recent call last):
     ...
-    ValueError: Expected `int`, got `str` - at `$.id`
+    sjsonl.decode.FieldMismatch: Expected `int`, got `str` - at `$.id`
 """
 
 from __future__ import annotations
@@ -75,12 +75,13 @@ def _tree(paths: Sequence[Path]) -> dict[str, Any]:
     return tree
 
 
-def _struct(tree: dict[str, Any], name: str) -> type:
-    """A msgspec Struct with one optional field per key of ``tree`` (nested Structs for subtrees)."""
+def _struct(tree: dict[str, Any], name: str, default: Any = msgspec.UNSET) -> type:
+    """A msgspec Struct with one optional field per key of ``tree`` (nested Structs for subtrees), each
+    ``default`` when absent (UNSET: left out of ``to_builtins``)."""
     fields, rename = [], {}
     for i, (key, sub) in enumerate(tree.items()):
         kind: Any = Any if sub is None else (_struct(sub, f"{name}_{i}") | None)
-        fields.append((f"f{i}", kind, msgspec.UNSET))
+        fields.append((f"f{i}", kind, default))
         rename[f"f{i}"] = key
     return msgspec.defstruct(name, fields, rename=rename)
 
@@ -98,8 +99,14 @@ class FieldProjection:
         self.missing = missing
         self._tree = _tree(self.paths)
         self.columns = tuple(self._tree)  # the top-level fields of every record
+        # flat paths, missing ones left out or None: the decoded struct is the answer as it is
+        flat = all(sub is None for sub in self._tree.values())
+        self._simple = flat and missing in ("absent", "none")
+        default = None if flat and missing == "none" else msgspec.UNSET
         try:
-            self._decoder: msgspec.json.Decoder | None = msgspec.json.Decoder(_struct(self._tree, "Fields"))
+            self._decoder: msgspec.json.Decoder | None = msgspec.json.Decoder(
+                _struct(self._tree, "Fields", default)
+            )
         except ValueError:  # a key msgspec cannot name (a quote, a backslash, a control character)
             self._decoder = None  # every record takes the full parse, then the subset
 
@@ -110,26 +117,16 @@ class FieldProjection:
             decoded = self._decoder.decode(raw)
             data = raw if isinstance(raw, bytes) else bytes(raw)
             if data.isascii() or valid_utf8(data):  # msgspec does not check the strings it skips
-                return self._from_struct(decoded, self._tree, ())
+                # one C call builds the subset (UNSET fields are left out); only nested paths or another
+                # missing policy need the small walk over it
+                row = msgspec.to_builtins(decoded)
+                return row if self._simple else self._from_value(row, self._tree, ())
         except (msgspec.DecodeError, RecursionError):
             pass  # not an object, a nested field that is not one, or not valid JSON: the full parse decides
         value = loads(raw)
         if not isinstance(value, dict):
             raise ValueError(f"cannot select fields from a JSON {type(value).__name__}, not an object")
         return self._from_value(value, self._tree, ())
-
-    def _from_struct(self, obj: Any, tree: dict[str, Any], where: Path) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for (key, sub), value in zip(tree.items(), msgspec.structs.astuple(obj)):
-            if value is msgspec.UNSET:
-                self._missing(out, key, sub, where)
-            elif sub is None:
-                out[key] = value
-            elif value is None:  # null where an object was expected: the fields inside are missing
-                self._missing_inside(out, key, sub, where, value)
-            else:
-                out[key] = self._from_struct(value, sub, (*where, key))
-        return out
 
     def _from_value(self, obj: dict, tree: dict[str, Any], where: Path) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -1,0 +1,118 @@
+"""Partial and typed decoding against a full parse, on records with 24 top-level fields (one nested
+object, one ~1.5 KB text): what ``fields=`` and ``schema=`` save, and the stdlib/orjson line loops as
+baselines in the same run.
+
+    python benchmarks/bench_decode.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+
+import msgspec
+import numpy as np
+import orjson
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import DATA_DIR, markdown_table, median_seconds
+
+from sjsonl import JSONLDataset
+
+COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
+
+
+class Meta(msgspec.Struct):
+    lang: str
+    source: str
+    score: float
+
+
+class Row(msgspec.Struct):
+    id: int
+    meta: Meta
+    text: str
+
+
+def wide_corpus(n: int) -> str:
+    """``n`` records of 24 fields: ids, flags, numbers, short strings, a tag list, a nested ``meta``
+    object and a long ``text`` (cached in the benchmark data directory)."""
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    path = DATA_DIR / f"wide-{n}.jsonl"
+    if not path.exists():
+        rng = random.Random(0)
+        words = ["alpha", "beta", "gamma", "delta", "épsilon", "数据", "zeta", "eta"]
+        with open(path, "w", encoding="utf-8") as f:
+            for i in range(n):
+                rec = {"id": i, "text": " ".join(rng.choices(words, k=250))}
+                rec["meta"] = {
+                    "lang": rng.choice(["en", "fr", "zh"]),
+                    "source": "web",
+                    "score": rng.random(),
+                    "url": f"https://example.com/{i}",
+                    "tags": ["a", "b"],
+                }
+                for k in range(21):
+                    rec[f"f{k:02d}"] = rng.choice(
+                        [rng.random(), rng.randint(0, 10**9), "x" * rng.randint(1, 30), True, None]
+                    )
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+def _drain(it) -> int:
+    n = 0
+    for _ in it:
+        n += 1
+    return n
+
+
+def run(quick: bool = False) -> list[dict]:
+    n = 5_000 if quick else 50_000
+    path = wide_corpus(n)
+    ds = JSONLDataset(path)
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    variants = {
+        "full parse (sjsonl)": lambda: _drain(ds),
+        'fields=["id", "meta.lang"]': lambda: _drain(JSONLDataset(path, fields=["id", "meta.lang"])),
+        'select_columns(["id"])': lambda: _drain(ds.select_columns(["id"])),
+        "schema=Row (id, meta, text)": lambda: _drain(JSONLDataset(path, schema=Row)),
+        "json.loads line loop": lambda: _drain(json.loads(line) for line in lines),
+        "orjson line loop": lambda: _drain(orjson.loads(line) for line in lines),
+    }
+    times = {name: median_seconds(fn, repeats=5) for name, fn in variants.items()}
+    base = times["full parse (sjsonl)"]
+    rows = [
+        {
+            "benchmark": f"iteration, {n:,} records of 24 fields",
+            "variant": name,
+            "median": f"{t:.3f} s",
+            "ratio": f"{base / t:.2f}×",
+            "note": f"{n / t / 1e3:,.0f} k rec/s; ratio = speed vs full parse",
+        }
+        for name, t in times.items()
+    ]
+    idx = np.random.default_rng(0).integers(0, n, 5_000)
+    proj = JSONLDataset(path, fields=["id", "meta.lang"])
+    full_get = median_seconds(lambda: [ds[int(i)] for i in idx], repeats=5) / len(idx)
+    proj_get = median_seconds(lambda: [proj[int(i)] for i in idx], repeats=5) / len(idx)
+    rows.append({"benchmark": "random ds[i]", "variant": "full parse", "median": f"{full_get * 1e6:.1f} µs"})
+    rows.append(
+        {
+            "benchmark": "random ds[i]",
+            "variant": 'fields=["id", "meta.lang"]',
+            "median": f"{proj_get * 1e6:.1f} µs",
+            "ratio": f"{full_get / proj_get:.2f}×",
+        }
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
