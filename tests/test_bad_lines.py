@@ -120,3 +120,23 @@ def test_pickled_skip_dataset_reads_the_same(tmp_path):
     path, good, _ = corpus(tmp_path)
     ds = JSONLDataset(path, on_bad_lines="skip")
     assert pickle.loads(pickle.dumps(ds))[:] == good
+
+
+def test_streams_skip_or_warn_too(tmp_path):
+    from sjsonl.streaming import JSONLStream
+
+    path, good, bad_lines = corpus(tmp_path)
+    assert list(JSONLStream(str(path), on_bad_lines="skip")) == good
+    with pytest.warns(BadLineWarning) as caught:
+        assert list(JSONLStream(str(path), on_bad_lines="warn")) == good
+    assert [int(str(w.message).split("data.jsonl:")[1].split(":")[0]) for w in caught] == bad_lines
+    shards = [list(JSONLStream(str(path), on_bad_lines="skip").shard(3, k)) for k in range(3)]
+    assert sorted(r["i"] for s in shards for r in s) == [r["i"] for r in good]
+    with pytest.raises(RecordDecodeError, match=rf"data.jsonl:{bad_lines[0]}:"):
+        list(JSONLStream(str(path)))
+    streamed = sjsonl.load_dataset(
+        "json", data_files=str(path), split="train", streaming=True, on_bad_lines="skip"
+    )
+    assert list(streamed) == good
+    with pytest.raises(TypeError, match="fields/schema with streaming=True"):
+        sjsonl.load_dataset("json", data_files=str(path), split="train", streaming=True, fields=["i"])

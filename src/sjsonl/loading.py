@@ -461,6 +461,8 @@ def load_dataset(
         refused.append("keep_in_memory=True (sjsonl reads in place; list(ds) copies the records)")
     if streaming and (features is not None or fill_missing):
         refused.append("features/fill_missing with streaming=True")
+    if streaming and (fields is not None or schema is not None):
+        refused.append("fields/schema with streaming=True (they need the index: drop streaming=True)")
     if refused:
         raise UnsupportedArgumentError(
             f"sjsonl.load_dataset got unsupported keyword argument(s) {', '.join(refused)}: it reads JSON "
@@ -505,7 +507,7 @@ def load_dataset(
         return _typed(ds) if as_hf else ds
 
     def stream(paths: list[str]) -> JSONLStream:
-        return JSONLStream(paths, storage_options=storage_options, field=field)
+        return JSONLStream(paths, storage_options=storage_options, field=field, on_bad_lines=on_bad_lines)
 
     if split is None:
         return DatasetDict({s: (stream(fs) if streaming else make(fs)) for s, fs in files.items()})

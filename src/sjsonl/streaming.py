@@ -28,10 +28,12 @@ import itertools
 import lzma
 import os
 import random
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, BinaryIO
 
+from .badlines import BadLineWarning, check_policy
 from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
 from .document import is_array_document, is_json_name
 from .errors import InvalidArgumentError, RecordDecodeError, require
@@ -153,6 +155,10 @@ class JSONLStream:
         storage_options: passed to fsspec for URLs (credentials, ``endpoint_url``, …).
         field: the rows are the list under this top-level key of each file (a JSON document, 🤗's
             ``field=``); without it a ``.json`` file holding one array streams its elements.
+        on_bad_lines: ``"error"`` (a bad line raises, located), ``"skip"`` (left out) or ``"warn"``
+            (left out with a :class:`~sjsonl.badlines.BadLineWarning` naming it). Views count lines, so
+            ``take(n)`` of a stream with bad lines may give fewer than ``n`` records; shards stay disjoint
+            and together complete.
 
     Views return new streams and read nothing until iterated: :meth:`shard` (records ``index``,
     ``index + num_shards``, …), :meth:`skip`, :meth:`take`, and :meth:`shuffle` (a buffered, approximate
@@ -172,11 +178,13 @@ class JSONLStream:
         *,
         storage_options: dict | None = None,
         field: str | None = None,
+        on_bad_lines: str = "error",
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise InvalidArgumentError("JSONLStream needs at least one file")
         self._field = field
+        self._on_bad_lines = check_policy(on_bad_lines)
         self._files = [os.fspath(p) if is_url(p) else resolve_path(p) for p in expand_archives(paths)]
         self._storage_options = storage_options
         for p in self._files:  # fail now, with a clear message, rather than mid-iteration
@@ -208,8 +216,16 @@ class JSONLStream:
                 lines = islice(lines, b, None, a)
             else:
                 lines = buffer_shuffle(lines, a, b)
+        if self._on_bad_lines == "error":
+            for line in lines:
+                yield decode_line(*line)
+            return
         for line in lines:
-            yield decode_line(*line)
+            try:
+                yield decode_line(*line)
+            except RecordDecodeError as exc:
+                if self._on_bad_lines == "warn":
+                    warnings.warn(f"bad line skipped: {exc}", BadLineWarning, stacklevel=2)
 
     # ----------------------------------------------------------------- views
     def _view(self, op: str, a: Any, b: Any) -> JSONLStream:
