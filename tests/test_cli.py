@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,12 @@ def test_demo_runs(tmp_path, monkeypatch):
 SCRIPT = Path(sys.executable).with_name("sjsonl")  # the real console script of this environment
 
 
-def cli(*args, cwd=None, module=False, timeout=120):
-    """Run ``sjsonl ARGS`` (or ``python -m sjsonl ARGS``) in a subprocess; the CompletedProcess."""
+def cli(*args, cwd=None, module=False, timeout=120, env=None):
+    """Run ``sjsonl ARGS`` (or ``python -m sjsonl ARGS``) in a subprocess; the CompletedProcess.
+
+    ``env``: variables to set (on top of this process's environment) for that run."""
     cmd = [sys.executable, "-m", "sjsonl"] if module else [str(SCRIPT)]
-    return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    full_env = {**os.environ, **env} if env else None
+    return subprocess.run(
+        [*cmd, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=full_env
+    )

@@ -97,7 +97,7 @@ def test_index_on_bad_lines(thousand):
     assert [w.split(":")[3] for w in warned] == ["17", "500", "1000"]
     assert all(w.startswith(f"sjsonl: warning: {path}:") for w in warned)
     error = cli("index", "--on-bad-lines", "error", path)
-    assert error.returncode == 1 and "3 invalid record(s)" in error.stderr and error.stdout == ""
+    assert error.returncode == 1 and "3 invalid records in " in error.stderr and error.stdout == ""
     both = cli("index", "--check", "--on-bad-lines", "skip", path)
     assert both.returncode == 2 and "--check" in both.stderr
 

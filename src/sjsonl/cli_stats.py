@@ -1,4 +1,4 @@
-"""The reporting commands of the ``sjsonl`` command line: ``index`` (one file), ``verify`` and ``stats``.
+"""The reporting commands of the ``sjsonl`` command line: ``verify`` and ``stats``.
 
 ``stats`` reads record sizes from the index (every record) and decodes all records, or ``--sample N``
 evenly spaced ones, for field presence, value types and string/list lengths; the size histogram is drawn
@@ -8,12 +8,9 @@ with block characters, and ``--plot`` writes the same as a matplotlib figure.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import multiprocessing
 import os
-import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -24,10 +21,9 @@ import numpy as np
 
 from ._progress import Progress
 from .badlines import as_dict, find_bad_lines
-from .cli import clean, error, human_bytes, human_secs, plural
+from .cli_commands import clean, error, human_bytes, plural, size_summary
 from .dataset import JSONLDataset
 from .errors import SJSONLError
-from .indexer import JSONLIndexer
 
 #: ``verify`` checks several files in parallel processes once they hold this much (or with --workers).
 PARALLEL_FILES_MIN_BYTES = 64 << 20
@@ -46,31 +42,6 @@ _TYPES = {
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
-def index_one(path: str, args: argparse.Namespace) -> None:
-    """Build and save the index of ``path`` and print one line about it; with ``--on-bad-lines skip`` or
-    ``warn`` also count (warn: print) the bad lines. Raises on failure (``error``: any bad line)."""
-    policy = "error" if args.check else args.on_bad_lines
-    kw = {"workers": args.workers, "progress": args.progress, "index_dir": args.index_dir}
-    indexer = JSONLIndexer(path, check=policy == "error", **kw)
-    t0 = time.perf_counter()
-    indexer.populate_index()
-    out = indexer.write_index_to_disk()
-    secs = time.perf_counter() - t0
-    size = indexer.stamp.size if indexer.stamp else 0
-    note = ""
-    if policy in ("skip", "warn"):
-        ds = JSONLDataset(path, on_bad_lines="skip", **kw)  # "skip": the warnings are printed here, each
-        if policy == "warn":
-            for b in ds.bad_lines:
-                print(f"sjsonl: warning: {clean(b)}", file=sys.stderr)
-        note = f" ({plural(len(ds.bad_lines), 'bad line')} skipped)" if ds.bad_lines else " (no bad lines)"
-    rate = f", {human_bytes(size / secs)}/s" if secs >= 0.1 else ""
-    print(
-        f"{indexer.path}: {plural(len(indexer), 'record')}{note}, "
-        f"{human_bytes(size)} in {human_secs(secs)}{rate} -> {out}"
-    )
-
-
 def verify_file(
     path: str, index_dir: str | None, workers: int | None, progress: bool | None
 ) -> dict[str, Any]:
@@ -78,9 +49,9 @@ def verify_file(
     try:
         ds = JSONLDataset(path, index_dir=index_dir, workers=workers, progress=progress)
         bad = find_bad_lines(path, workers=workers, progress=progress, index_dir=index_dir)
+    except BrokenPipeError:
+        raise
     except (SJSONLError, OSError) as exc:
-        if isinstance(exc, BrokenPipeError):
-            raise
         return {"path": str(path), "records": None, "bad_lines": [], "error": clean(exc)}
     rows = [{k: v for k, v in as_dict(b).items() if k != "path"} for b in bad]
     for row in rows:
@@ -102,7 +73,7 @@ def _results(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             yield verify_file(f, args.index_dir, args.workers, args.progress)
 
 
-def verify(args: argparse.Namespace) -> int:
+def run_verify(args: argparse.Namespace) -> int:
     """``sjsonl verify``: every bad line and a summary per file (or ``--json``); 1 if any bad line."""
     results, failed = [], False
     for res in _results(args):
@@ -200,10 +171,7 @@ def report(path: str, sizes: np.ndarray, fs: dict[str, Any], total: int) -> list
         f"bytes:    {int(sizes.sum()):,} ({human_bytes(sizes.sum())})",
     ]
     if len(sizes):
-        out.append(
-            f"record size: mean {human_bytes(sizes.mean())}, min {human_bytes(sizes.min())}, "
-            f"max {human_bytes(sizes.max())} (with line ending)"
-        )
+        out.append(f"record size: {size_summary(sizes)}")
     scope = "all" if seen == total else f"{seen:,} evenly spaced records of {total:,}"
     out += ["", f"fields ({scope}):"]
     if fs["not_objects"]:
@@ -231,8 +199,10 @@ def report(path: str, sizes: np.ndarray, fs: dict[str, Any], total: int) -> list
 
 def plot(out: str, sizes: np.ndarray, fs: dict[str, Any]) -> None:
     """Write the size histogram and field presence as a figure (matplotlib, Agg backend)."""
-    importlib.import_module("matplotlib").use("Agg")
-    plt = importlib.import_module("matplotlib.pyplot")
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed, and never a GUI window
+    import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
     lo, hi = max(1, int(sizes.min())), max(2, int(sizes.max()))
@@ -257,10 +227,10 @@ def _counted(records: Iterator[Any], bar: Progress, step: int) -> Iterator[Any]:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    """``sjsonl stats``."""
+    """``sjsonl stats``: sizes, fields, value types, lengths and a size histogram (``--plot``: a PNG)."""
     if args.plot:
         try:
-            importlib.import_module("matplotlib")
+            import matplotlib  # noqa: F401  (checked before the work, not after it)
         except ImportError:
             error("--plot needs matplotlib, which is not installed (pip install matplotlib)")
             return 1

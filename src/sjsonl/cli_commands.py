@@ -1,0 +1,220 @@
+"""The commands of the ``sjsonl`` command line (index, info, get, head, sample, filter, demo) and the
+terminal formatting they share with :mod:`sjsonl.cli_stats` (verify, stats).
+
+Each ``cmd_*`` takes the parsed :class:`argparse.Namespace` and returns the exit status; the parser and
+the handling of errors, Ctrl-C and a closed stdout live in :mod:`sjsonl.cli`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import errors
+from .dataset import JSONLDataset
+from .errors import SJSONLError
+from .index import find_index
+from .indexer import JSONLIndexer
+from .storage import open_storage
+
+_POSITION = re.compile(r":? line \d+ column \d+ \(char (\d+)\)")
+
+
+def plural(n: int, word: str) -> str:
+    """``plural(1, "record")`` → ``'1 record'``; ``plural(1000, "record")`` → ``'1,000 records'``."""
+    return f"{n:,} {errors.plural(n, word).partition(' ')[2]}"
+
+
+def human_bytes(n: float) -> str:
+    """Decimal units with three significant digits: ``'13 B'``, ``'1.23 kB'``, ``'45.6 MB'``, ``'789 GB'``."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 999.5 or unit == "TB":
+            break
+        n /= 1000
+    digits = 0 if unit == "B" or abs(n) >= 99.95 else 1 if abs(n) >= 9.995 else 2
+    return f"{n:.{digits}f} {unit}"
+
+
+def human_secs(s: float) -> str:
+    """``'3 ms'``, ``'1.24 s'``, ``'2 min 5 s'``."""
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s:.3g} s" if s < 60 else f"{int(s // 60)} min {s % 60:.0f} s"
+
+
+def size_summary(sizes: np.ndarray) -> str:
+    """``'mean 1.23 kB, min 12 B, max 45.6 kB (with line ending)'`` for non-empty record ``sizes``."""
+    return (
+        f"mean {human_bytes(sizes.mean())}, min {human_bytes(sizes.min())}, "
+        f"max {human_bytes(sizes.max())} (with line ending)"
+    )
+
+
+def clean(message: object) -> str:
+    """An error message for the terminal: a parser's ``line 2 column 1 (char 7)`` names a place inside
+    the record, so it reads ``at column 8 of the record`` (it is never a line of the file)."""
+    return _POSITION.sub(lambda m: f" at column {int(m.group(1)) + 1} of the record", str(message))
+
+
+def error(message: object) -> None:
+    """Print ``sjsonl: error: message`` on stderr."""
+    print(f"sjsonl: error: {clean(message)}", file=sys.stderr)
+
+
+def resolve_indices(specs: Sequence[int | slice], n: int, name: str) -> list[int]:
+    """Record numbers for ``specs`` in a dataset of ``n``; ``IndexError`` naming ``name`` and the range."""
+    out: list[int] = []
+    for spec in specs:
+        if isinstance(spec, slice):
+            out += range(*spec.indices(n))
+        elif -n <= spec < n:
+            out.append(spec % n)
+        else:
+            valid = (
+                "it has none"
+                if n == 0
+                else f"valid: 0..{n - 1} or -{n}..-1".replace("0..0 or -1..-1", "0 or -1")
+            )
+            raise IndexError(f"{name} has {plural(n, 'record')}: index {spec} is out of range ({valid})")
+    return out
+
+
+def _emit(records: Iterable[Any], pretty: bool = False) -> None:
+    """Write each record to stdout as JSON (indented when ``pretty``), one document a line."""
+    for rec in records:
+        sys.stdout.write(json.dumps(rec, indent=2 if pretty else None, ensure_ascii=False) + "\n")
+
+
+def index_one(path: str, args: argparse.Namespace) -> None:
+    """Build and save the index of ``path`` and print one line about it; with ``--on-bad-lines skip`` or
+    ``warn`` also count (warn: print) the bad lines. Raises on failure (``error``: any bad line)."""
+    policy = "error" if args.check else args.on_bad_lines
+    kw = {"workers": args.workers, "progress": args.progress, "index_dir": args.index_dir}
+    indexer = JSONLIndexer(path, check=policy == "error", **kw)
+    t0 = time.perf_counter()
+    indexer.populate_index()
+    out = indexer.write_index_to_disk()
+    secs = time.perf_counter() - t0
+    size = indexer.stamp.size if indexer.stamp else 0
+    note = ""
+    if policy in ("skip", "warn"):
+        ds = JSONLDataset(path, on_bad_lines="skip", **kw)  # "skip": the warnings are printed here, each
+        if policy == "warn":
+            for b in ds.bad_lines:
+                print(f"sjsonl: warning: {clean(b)}", file=sys.stderr)
+        note = f" ({plural(len(ds.bad_lines), 'bad line')} skipped)" if ds.bad_lines else " (no bad lines)"
+    rate = f", {human_bytes(size / secs)}/s" if secs >= 0.1 else ""
+    print(
+        f"{indexer.path}: {plural(len(indexer), 'record')}{note}, "
+        f"{human_bytes(size)} in {human_secs(secs)}{rate} -> {out}"
+    )
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """``sjsonl index``: build and save each file's index; go on past a failing file, exit 1 at the end."""
+    if args.check and args.on_bad_lines not in (None, "error"):
+        error(f"--check is --on-bad-lines error; it cannot go with --on-bad-lines {args.on_bad_lines}")
+        return 2
+    failed = 0
+    for path in args.files:
+        try:
+            index_one(path, args)
+        except BrokenPipeError:
+            raise
+        except (SJSONLError, OSError) as exc:
+            error(exc)
+            failed += 1
+    if failed and len(args.files) > 1:
+        error(f"{failed} of {len(args.files)} files failed")
+    return 1 if failed else 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """``sjsonl info``: records, bytes, index location and status, record sizes."""
+    storage = open_storage(args.file)  # local, .gz/.zst, or a URL (credentials from fsspec's usual places)
+    found, problems = find_index(storage, index_dir=args.index_dir)
+    status = "fresh" if found else ("stale: " + problems[-1] if problems else "missing")
+    ds = JSONLDataset(args.file, build_index_on_load=not args.no_build, index_dir=args.index_dir)
+    sizes = ds.record_sizes()
+    print(f"file:     {storage.path}")
+    stored = storage.stamp(fingerprint=False).stored
+    packed = "" if stored == ds.nbytes else f", {stored:,} stored"
+    print(f"bytes:    {ds.nbytes:,} ({human_bytes(ds.nbytes)}{packed})")
+    print(f"records:  {len(ds):,}")
+    print(f"index:    {ds.index_paths[0] or '(in memory; could not be saved)'}")
+    print(f"status:   {status}{'' if found else ' (rebuilt now)'}")
+    if len(sizes):
+        print(f"record bytes: {size_summary(sizes)}")
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    """``sjsonl get``: records by number or slice, as pretty JSON."""
+    ds = JSONLDataset(args.file, index_dir=args.index_dir)
+    positions = resolve_indices(args.indices, len(ds), args.file)  # every index checked before printing
+    _emit((ds[i] for i in positions), pretty=not args.compact)
+    return 0
+
+
+def cmd_head(args: argparse.Namespace) -> int:
+    """``sjsonl head``: the first N records (``-n -K``: all but the last K), one JSON document a line."""
+    ds = JSONLDataset(args.file, index_dir=args.index_dir)
+    _emit(ds.take(args.n if args.n >= 0 else max(0, len(ds) + args.n)), args.pretty)
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    """``sjsonl sample``: N records drawn uniformly without replacement, the same for the same seed."""
+    ds = JSONLDataset(args.file, index_dir=args.index_dir)
+    if args.n > len(ds):
+        error(f"{args.file} has {plural(len(ds), 'record')}: cannot draw {args.n:,} without replacement")
+        return 1
+    _emit(ds.shuffle(seed=args.seed).take(args.n))
+    return 0
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are the same file (False when either cannot be looked at)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def cmd_filter(args: argparse.Namespace) -> int:
+    """``sjsonl filter``: write the lines whose record matches a safe expression, bytes unchanged."""
+    from .expr import ExprError, compile_expr, write_matching
+
+    try:
+        match = compile_expr(args.expr)
+    except ExprError as exc:
+        error(f"invalid filter expression: {exc.reason}\n{exc.pointer()}")
+        return 2
+    ds = JSONLDataset(args.file, index_dir=args.index_dir, on_bad_lines=args.on_bad_lines)
+    out = os.path.realpath(args.output)
+    protected = [os.path.realpath(p) for p in [*ds.files, *ds.index_paths] if p]
+    if out in protected or (os.path.exists(out) and any(_same(out, p) for p in protected)):
+        error(f"refusing to write to {args.output}: it is the input (or its index); choose another -o")
+        return 1
+    if os.path.isdir(out):
+        error(f"-o {args.output} is a directory; give a file name")
+        return 1
+    matched = write_matching(ds, match, out, args.progress)
+    print(f"{matched:,} of {plural(len(ds), 'record')} matched -> {args.output}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``sjsonl demo``: generate a sample corpus and show random access and its speed."""
+    from .demo import run_demo
+
+    run_demo(args.dir, n_records=args.records)
+    return 0
