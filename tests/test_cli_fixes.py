@@ -158,7 +158,7 @@ def test_out_of_range_names_file_and_range(tmp_path):
         assert out.stderr == f"sjsonl: error: f.jsonl has 3 records: index {i} is out of range {valid}\n"
     (tmp_path / "e.jsonl").write_text("")
     out = cli("get", "e.jsonl", "0", cwd=tmp_path)
-    assert "e.jsonl has 0 records: index 0 is out of range (it has none)" in out.stderr
+    assert "e.jsonl has 0 records: index 0 is out of range (it is empty)" in out.stderr
 
 
 def test_decode_position_reads_as_inside_the_record(tmp_path):

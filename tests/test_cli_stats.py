@@ -129,3 +129,11 @@ def test_python_m_sjsonl_is_the_script(tmp_path, args):
         script.stdout,
         script.stderr,
     )
+
+
+def test_stats_plot_of_an_empty_file(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    png = tmp_path / "e.png"
+    out = cli("stats", empty, "--plot", png)
+    assert out.returncode == 0 and out.stderr == "" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

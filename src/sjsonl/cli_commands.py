@@ -20,7 +20,7 @@ import numpy as np
 
 from . import errors
 from .dataset import JSONLDataset
-from .errors import SJSONLError
+from .errors import SJSONLError, out_of_range
 from .index import find_index
 from .indexer import JSONLIndexer
 from .storage import open_storage
@@ -78,12 +78,7 @@ def resolve_indices(specs: Sequence[int | slice], n: int, name: str) -> list[int
         elif -n <= spec < n:
             out.append(spec % n)
         else:
-            valid = (
-                "it has none"
-                if n == 0
-                else f"valid: 0..{n - 1} or -{n}..-1".replace("0..0 or -1..-1", "0 or -1")
-            )
-            raise IndexError(f"{name} has {plural(n, 'record')}: index {spec} is out of range ({valid})")
+            raise out_of_range(spec, n, name)
     return out
 
 

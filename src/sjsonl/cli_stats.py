@@ -205,7 +205,8 @@ def plot(out: str, sizes: np.ndarray, fs: dict[str, Any]) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
-    lo, hi = max(1, int(sizes.min())), max(2, int(sizes.max()))
+    # initial=: an empty file gets empty axes, not a traceback
+    lo, hi = max(1, int(sizes.min(initial=1))), max(2, int(sizes.max(initial=2)))
     log = hi / lo > 20
     a.hist(sizes, bins=np.geomspace(lo, hi, 40) if log else 40)
     if log:
