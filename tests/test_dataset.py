@@ -225,9 +225,13 @@ def test_out_of_range_names_the_file_and_the_valid_range(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_text("1\n2\n3\n")
     b.write_text("4\n")
-    with pytest.raises(RecordIndexError, match=r"^a.jsonl has 3 records: index 7 is out of range \(valid: 0..2 or -3..-1\)$"):
+    with pytest.raises(
+        RecordIndexError, match=r"^a.jsonl has 3 records: index 7 is out of range \(valid: 0..2 or -3..-1\)$"
+    ):
         JSONLDataset(a)[7]
-    with pytest.raises(RecordIndexError, match=r"^a.jsonl and 1 more file has 4 records: index -5 is out of range"):
+    with pytest.raises(
+        RecordIndexError, match=r"^a.jsonl and 1 more file has 4 records: index -5 is out of range"
+    ):
         JSONLDataset([a, b])[-5]
     assert repr(JSONLDataset([a, b])) == f"JSONLDataset([{str(a)!r}, {str(b)!r}], records=4)"
 

@@ -203,3 +203,16 @@ def test_big_integers_are_exact(tmp_path):
     ds = JSONLDataset(path)
     assert ds[0] == {"id": 2**64, "h": -(2**63) - 1} and type(ds[0]["id"]) is int
     assert ds.select_columns(["id"])[0] == {"id": 2**64} == JSONLDataset(path, fields=["id"])[0]
+
+
+@pytest.mark.parametrize("line", [b'{"a": 1,}', b'{"a" 1}', b"[1, 2", b'{"a": "\\ud800", "b": tru}'])
+def test_a_position_in_the_record_never_reads_like_a_file_line(tmp_path, line):
+    path = tmp_path / "pos.jsonl"
+    path.write_bytes(b'{"ok": 1}\n\n' + line + b"\n")
+    with pytest.raises(RecordDecodeError) as info:
+        JSONLDataset(path)[1]
+    message = str(info.value)
+    assert message.startswith(f"{path}:3: invalid JSON record at byte offset 11: ")
+    reason = info.value.reason or ""
+    assert "of the record" in reason or "ends too early" in reason
+    assert "line 1" not in message and "column" not in message

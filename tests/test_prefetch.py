@@ -56,7 +56,9 @@ def test_batch_views_and_alias(corpus):
     assert [b["id"][0] for b in batches.shard(2, 1)] == [500, 600, 700, 800, 900]
     with pytest.raises(ValueError, match="batch_size"):
         ds.batch(0)
-    with pytest.raises(IndexError, match=r"has 10 batches: index 10 is out of range \(valid: 0..9 or -10..-1\)"):
+    with pytest.raises(
+        IndexError, match=r"has 10 batches: index 10 is out of range \(valid: 0..9 or -10..-1\)"
+    ):
         batches[10]
     assert batches[1:3] == [batches[1], batches[2]] == batches[[1, -8]]
     assert ds.batch(2).batch(2)[0] == {"id": [[0, 1], [2, 3]], "text": [["", "x"], ["xx", "xxx"]]}

@@ -61,7 +61,10 @@ def fallback_loads(raw: bytes | memoryview) -> Any:
 def _reason(exc: Exception) -> str:
     # "JSON is malformed: invalid character (byte 7)" → "…: invalid character at byte 7 of the record":
     # a position inside the record, never to be read as a line of the file.
-    return _BYTE_POSITION.sub(lambda m: f" at byte {m.group(1)} of the record", str(exc))
+    text = str(exc)
+    if text == "Input data was truncated":
+        return "the record ends too early (an unclosed string, array or object)"
+    return _BYTE_POSITION.sub(lambda m: f" at byte {m.group(1)} of the record", text)
 
 
 def loads(raw: bytes | memoryview) -> Any:
