@@ -19,7 +19,6 @@ import orjson
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import DATA_DIR, markdown_table, median_seconds
-
 from sjsonl import JSONLDataset
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
