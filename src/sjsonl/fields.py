@@ -80,7 +80,9 @@ def _struct(tree: dict[str, Any], name: str, default: Any = msgspec.UNSET) -> ty
     ``default`` when absent (UNSET: left out of ``to_builtins``)."""
     fields, rename = [], {}
     for i, (key, sub) in enumerate(tree.items()):
-        kind: Any = Any if sub is None else (_struct(sub, f"{name}_{i}") | None)
+        # a nested field that is not an object (null included) fails the fast decode: the full parse
+        # then applies the missing policy to it
+        kind: Any = Any if sub is None else _struct(sub, f"{name}_{i}")
         fields.append((f"f{i}", kind, default))
         rename[f"f{i}"] = key
     return msgspec.defstruct(name, fields, rename=rename)
@@ -99,9 +101,9 @@ class FieldProjection:
         self.missing = missing
         self._tree = _tree(self.paths)
         self.columns = tuple(self._tree)  # the top-level fields of every record
-        # flat paths, missing ones left out or None: the decoded struct is the answer as it is
+        # missing fields left out (or None, for flat paths): the decoded struct is the answer as it is
         flat = all(sub is None for sub in self._tree.values())
-        self._simple = flat and missing in ("absent", "none")
+        self._simple = missing == "absent" or (flat and missing == "none")
         default = None if flat and missing == "none" else msgspec.UNSET
         try:
             self._decoder: msgspec.json.Decoder | None = msgspec.json.Decoder(
