@@ -8,7 +8,8 @@ PIP    := $(PY) -m pip install -q --disable-pip-version-check -c constraints-tes
 
 .PHONY: demo test lint bench clean
 
-$(VENV)/.core: pyproject.toml constraints-test.txt
+# setup.py builds the compiled newline scan (optional: without a C compiler the numpy scan is used)
+$(VENV)/.core: pyproject.toml setup.py src/sjsonl/index/_newlines.c constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e '.[progress]'
@@ -26,8 +27,13 @@ lint: $(VENV)/.all
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 
+# The whole suite with the compiled scan, then every scan and index test again with the numpy fallback.
+SCAN_TESTS := tests/test_scan.py tests/test_scan_stream.py tests/test_index_files.py \
+	tests/test_index_integrity.py tests/test_real_files.py tests/test_storage_blocks.py tests/test_bad_lines.py
+
 test: $(VENV)/.all lint
 	$(PY) -m pytest -q
+	SJSONL_SCAN=numpy $(PY) -m pytest -q $(SCAN_TESTS)
 
 bench: $(VENV)/.all
 	$(PIP) -e '.[bench]'
@@ -35,4 +41,4 @@ bench: $(VENV)/.all
 	$(PY) benchmarks/plot.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so

@@ -3,8 +3,11 @@
 A record is a non-blank line. Only the byte ``\\n`` ends a line; a line holding nothing but JSON whitespace
 (space, tab, ``\\r``) is blank and is not a record. A UTF-8 BOM at the start of the file is skipped.
 
-numpy releases the GIL in ``np.equal`` and ``np.flatnonzero``, so threads scale; measured on this machine
-they beat processes (no result pickling, no second map), see ``benchmarks/``.
+Each chunk's newlines are found by a small C extension (``_newlines.c``: one ``memchr`` pass, offsets
+written straight into the result, the GIL released) when it was built, else by numpy (``np.equal`` and
+``np.flatnonzero``, which release the GIL too); ``$SJSONL_SCAN=numpy`` forces the numpy scan. Both give
+the same offsets. Threads scale either way; measured on this machine they beat processes (no result
+pickling, no second map), see ``benchmarks/``.
 
 Three drivers share one chunk routine (:meth:`_ChunkScanner.scan`): :func:`scan_file` over an open file
 (chunks read with ``pread`` in parallel threads — a file is never mapped for the scan, so one truncated
@@ -35,6 +38,22 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import overload
 
 import numpy as np
+
+
+def _native():
+    """The compiled newline scan (``sjsonl.index._newlines``), unless ``$SJSONL_SCAN=numpy`` asks for the
+    numpy scan or the extension was not built (no C compiler at install time)."""
+    if os.environ.get("SJSONL_SCAN", "").lower() == "numpy":
+        return None
+    try:
+        from . import _newlines  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _newlines
+
+
+#: The compiled scan in use, or None for the numpy one; both give the same offsets.
+NATIVE = _native()
 
 CHUNK_BYTES = 4 << 20  # page-aligned; large enough to amortise per-chunk overhead, small enough for cache
 #: Chunk size when a file is read for the scan: the copy then stays in cache for the passes over it
@@ -137,10 +156,15 @@ class _ChunkScanner:
         """Record starts among the lines that begin in ``data``, the bytes at ``[lo, lo + len(data))``."""
         n = len(data)
         hi = lo + n
-        mask = self._mask(n)
-        np.equal(data, 0x0A, out=mask)
-        starts = np.flatnonzero(mask)
-        starts += lo + 1  # a line starts one past each newline
+        if NATIVE is not None:  # one memchr pass, offsets written in place, the GIL released
+            found = np.empty(NATIVE.count(data), dtype=np.uint64)
+            NATIVE.fill(data, lo, found)
+            starts = found.view(np.int64)  # offsets < 2**63
+        else:
+            mask = self._mask(n)
+            np.equal(data, 0x0A, out=mask)
+            starts = np.flatnonzero(mask)
+            starts += lo + 1  # a line starts one past each newline
         if lo <= self.first < hi:  # the first line has no newline before it (a chunk may be < the BOM)
             starts = np.concatenate(([self.first], starts))
         if len(starts) and starts[-1] >= self.size:

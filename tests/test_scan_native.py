@@ -1,0 +1,137 @@
+"""The compiled newline scan and the numpy fallback give identical offsets: on the real files, generated
+corpora and hypothesis-generated files (blank lines, CRLF, BOM, no final newline, chunk boundaries)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sjsonl.index import scan as scan_module
+from sjsonl.index.scan import scan_file, scan_record_starts, scan_stream
+from sjsonl.sample import write_corpus
+
+from .test_scan import reference_starts
+
+native = scan_module.NATIVE
+
+
+@pytest.fixture(autouse=True)
+def _needs_native():
+    if native is None:
+        msg = (
+            "the compiled scan (sjsonl.index._newlines) is not built here: pip install -e . with a C compiler"
+        )
+        if os.environ.get("SJSONL_REQUIRE_NATIVE") == "1":
+            pytest.fail(msg + " and SJSONL_REQUIRE_NATIVE=1")
+        pytest.skip(msg)
+
+
+def both_ways(fn, monkeypatch):
+    """``fn()`` with the compiled scan, then with the numpy one."""
+    monkeypatch.setattr(scan_module, "NATIVE", native)
+    compiled = fn()
+    monkeypatch.setattr(scan_module, "NATIVE", None)
+    fallback = fn()
+    monkeypatch.setattr(scan_module, "NATIVE", native)
+    return compiled, fallback
+
+
+def scan_all_ways(data: bytes, chunk: int, monkeypatch, tmp_path: Path) -> list[list[int]]:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(data)
+    results = []
+    for fn in (
+        lambda: scan_record_starts(data, chunk_bytes=chunk, workers=2),
+        lambda: scan_stream([data[i : i + chunk] for i in range(0, len(data), chunk)])[0],
+        lambda: _scan_path(path, chunk),
+    ):
+        compiled, fallback = both_ways(fn, monkeypatch)
+        assert compiled.dtype == fallback.dtype
+        results += [compiled.tolist(), fallback.tolist()]
+    return results
+
+
+def _scan_path(path: Path, chunk: int) -> np.ndarray:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return scan_file(fd, os.fstat(fd).st_size, chunk_bytes=chunk, workers=2)
+    finally:
+        os.close(fd)
+
+
+pieces = st.sampled_from(
+    [b"{}", b'{"a": 1}', b"[1]", b'"x"', b"", b"  ", b"\t\r", b"\r", b" {}", b"\xe4\xb8\xad"]
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    lines=st.lists(pieces, max_size=40),
+    endings=st.lists(st.sampled_from([b"\n", b"\r\n", b"\n\n"]), min_size=40, max_size=40),
+    bom=st.booleans(),
+    final_newline=st.booleans(),
+    chunk=st.sampled_from([1, 2, 3, 7, 16, 4096]),
+)
+def test_compiled_equals_numpy_on_generated_files(
+    tmp_path_factory, lines, endings, bom, final_newline, chunk
+):
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"".join(line + end for line, end in zip(lines, endings))
+    if not final_newline:
+        data = data.rstrip(b"\n")
+    with pytest.MonkeyPatch.context() as mp:
+        results = scan_all_ways(data, chunk, mp, tmp_path_factory.mktemp("native"))
+    assert all(r == reference_starts(data) for r in results)
+
+
+def test_compiled_equals_numpy_on_the_real_files(shared_data, monkeypatch, tmp_path):
+    files = [
+        p
+        for p in sorted(shared_data.rglob("*"))
+        if p.is_file() and p.suffix in (".jsonl", ".json", ".ndjson")
+    ]
+    assert len(files) >= 20
+    for p in files:
+        data = p.read_bytes()
+        for chunk in (4096, 1 << 20):
+            results = scan_all_ways(data, chunk, monkeypatch, tmp_path)
+            assert all(r == results[0] for r in results) and results[0] == reference_starts(data), p.name
+
+
+@pytest.mark.parametrize("kind", ["short", "long"])
+def test_compiled_equals_numpy_on_generated_corpora(tmp_path, monkeypatch, kind):
+    path = tmp_path / f"{kind}.jsonl"
+    write_corpus(path, n_bytes=8 << 20, kind=kind, seed=3)
+    data = path.read_bytes()
+    results = scan_all_ways(data, 1 << 20, monkeypatch, tmp_path)
+    assert all(r == results[0] for r in results) and len(results[0]) == data.count(b"\n")
+
+
+def test_the_extension_itself():
+    data = b"ab\ncd\n\nx"
+    out64, out32 = np.empty(3, np.uint64), np.empty(3, np.uint32)
+    assert (
+        native.count(data) == 3 and native.fill(data, 100, out64) == 3 and out64.tolist() == [103, 106, 107]
+    )
+    assert native.fill(np.frombuffer(data, np.uint8), 0, out32) == 3 and out32.tolist() == [3, 6, 7]
+    with pytest.raises(ValueError, match="too small"):
+        native.fill(data, 0, np.empty(2, np.uint64))
+    with pytest.raises(OverflowError):
+        native.fill(data, 2**32, np.empty(3, np.uint32))
+    with pytest.raises(TypeError, match="uint32 or uint64"):
+        native.fill(data, 0, np.empty(3, np.float64))
+
+
+def test_numpy_is_forced_by_the_environment(tmp_path):
+    import subprocess
+    import sys
+
+    code = "from sjsonl.index import scan; print(scan.NATIVE is None)"
+    run = lambda env: subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}
+    ).stdout.strip()  # noqa: E731
+    assert run({"SJSONL_SCAN": "numpy"}) == "True" and run({"SJSONL_SCAN": ""}) == "False"
