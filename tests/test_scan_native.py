@@ -131,7 +131,11 @@ def test_numpy_is_forced_by_the_environment(tmp_path):
     import sys
 
     code = "from sjsonl.index import scan; print(scan.NATIVE is None)"
-    run = lambda env: subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}
-    ).stdout.strip()  # noqa: E731
-    assert run({"SJSONL_SCAN": "numpy"}) == "True" and run({"SJSONL_SCAN": ""}) == "False"
+
+    def fallback_in_use(value: str) -> str:
+        env = {**os.environ, "SJSONL_SCAN": value}
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env
+        ).stdout.strip()
+
+    assert fallback_in_use("numpy") == "True" and fallback_in_use("") == "False"
