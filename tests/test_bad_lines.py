@@ -140,3 +140,26 @@ def test_streams_skip_or_warn_too(tmp_path):
     assert list(streamed) == good
     with pytest.raises(TypeError, match="fields/schema with streaming=True"):
         sjsonl.load_dataset("json", data_files=str(path), split="train", streaming=True, fields=["i"])
+
+
+def test_columns_and_features_skip_the_bad_lines_too(tmp_path):
+    path, good, _ = corpus(tmp_path, n=300, n_bad=3)
+    ds = JSONLDataset(path, on_bad_lines="skip")
+    assert ds.column_names == ["i", "text"] and ds["i"] == [r["i"] for r in good]
+    filled = sjsonl.load_dataset(
+        "json", data_files=str(path), split="train", on_bad_lines="skip", fill_missing=True
+    )
+    assert filled[:] == good
+    with pytest.raises(RecordDecodeError):
+        JSONLDataset(path).column_names  # "error": the schema pass meets the bad line
+    with pytest.raises(IndexError, match=r"data.jsonl without its 3 bad lines has 297 records"):
+        ds[297]
+
+
+def test_reasons_beyond_the_kept_ones_say_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(sjsonl.badlines, "MAX_REPORTED", 1)
+    path, _, bad_lines = corpus(tmp_path, n=50, n_bad=3)
+    JSONLDataset(path, on_bad_lines="skip")
+    again = JSONLDataset(path, on_bad_lines="skip")  # read back from the sidecar
+    assert [b.line for b in again.bad_lines] == bad_lines
+    assert again.bad_lines[0].excerpt and "not kept beyond the first 1 bad lines" in again.bad_lines[2].reason

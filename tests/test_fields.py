@@ -177,3 +177,28 @@ def test_typed_records_agree_with_json_on_what_msgspec_declines(tmp_path):
     bad.write_bytes(b'{"id": 1, "skipped": "\xff"}\n')
     with pytest.raises(RecordDecodeError, match="UTF-8"):
         JSONLDataset(bad, schema=DataRow)[0]
+
+
+def test_review_findings(tmp_path, path):
+    # a record msgspec's reader declines (a lone surrogate) still types dict keys from JSON strings
+    class M(msgspec.Struct):
+        id: int
+        m: dict[int, str]
+
+    p = tmp_path / "k.jsonl"
+    p.write_text('{"id": 3, "m": {"2": "b"}, "s": "\\ud800"}\n[1]\n')
+    assert JSONLDataset(p, schema=M)[0] == M(3, {2: "b"})
+    with pytest.raises(RecordFieldError, match="cannot select fields from a JSON list"):
+        JSONLDataset(p, fields=["id"])[1]  # valid JSON, not what was asked for
+    with pytest.raises(ValueError, match="already decoded by fields= or schema="):
+        JSONLDataset(path, fields=["id"]).select_columns(["text"])
+    assert repr(FieldProjection(["a.b", "c"])) == "FieldProjection(['a.b', 'c'], missing='absent')"
+    with pytest.raises(IndexError, match=r"a view of d.jsonl has 1 record"):
+        JSONLDataset(path).take(1)[3]
+
+
+def test_one_document_two_fields_never_share_a_schema(tmp_path):
+    doc = tmp_path / "t.json"
+    doc.write_text('{"rows": [{"a": 1}, {"a": 2}], "x": [{"b": "s"}, {"b": "t"}]}')
+    assert JSONLDataset(doc, field="rows").column_names == ["a"]
+    assert JSONLDataset(doc, field="x").column_names == ["b"]

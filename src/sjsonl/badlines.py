@@ -37,7 +37,6 @@ import numpy as np
 from ._progress import Progress
 from .decode import excerpt, loads
 from .errors import InvalidArgumentError
-from .index import line_number_at
 from .sidecar import index_key, read_sidecar, write_sidecar
 from .storage import byte_view
 
@@ -107,8 +106,9 @@ def _line_numbers(f: Any, offsets: list[int]) -> list[int]:
             count += int(
                 np.count_nonzero(np.frombuffer(buf, np.uint8, count=off - prev, offset=prev) == 0x0A)
             )
-        else:
-            count = line_number_at(f.storage, off)
+        else:  # compressed or remote: read the stretch since the last one, once
+            for lo in range(prev, off, 8 << 20):
+                count += f.storage.read(lo, min(off, lo + (8 << 20))).count(b"\n")
         lines.append(count)
         prev = off
     return lines
@@ -154,7 +154,8 @@ def bad_lines_of(
     bad = scan_file(f, workers, progress)
     if where:
         rows = [[b.line, b.offset, b.reason, b.excerpt, b.record] for b in bad[:MAX_REPORTED]]
-        rows += [[b.line, b.offset, "", "", b.record] for b in bad[MAX_REPORTED:]]
+        unkept = f"(reason not kept beyond the first {MAX_REPORTED:,} bad lines)"
+        rows += [[b.line, b.offset, unkept, "", b.record] for b in bad[MAX_REPORTED:]]
         write_sidecar(where, key, {"policy": policy, "bad": rows})
     return bad
 

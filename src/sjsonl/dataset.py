@@ -141,9 +141,9 @@ class JSONLDataset(Views):
 
     def _skip_bad_lines(self, policy: str, workers: int | None, progress: bool | None) -> None:
         for f, lo in zip(self._files, self._bounds.tolist()):
-            self.bad_lines += [
-                replace(b, record=b.record + lo) for b in bad_lines_of(f, policy, workers, progress)
-            ]
+            bad = bad_lines_of(f, policy, workers, progress)
+            f.bad_records = np.array([b.record for b in bad], dtype=np.int64)  # the schema pass skips them
+            self.bad_lines += [replace(b, record=b.record + lo) for b in bad]
         if self.bad_lines:
             self._order = SkipMap(self._len, [b.record for b in self.bad_lines])
             self._len, self._plain = len(self._order), False
@@ -194,7 +194,10 @@ class JSONLDataset(Views):
     def _name(self) -> str:
         """How errors name this dataset: its file, or its first file and how many more."""
         first = os.path.basename(self.files[0])
-        return first if len(self._files) == 1 else f"{first} and {plural(len(self._files) - 1, 'more file')}"
+        name = first if len(self._files) == 1 else f"{first} and {plural(len(self._files) - 1, 'more file')}"
+        if isinstance(self._order, SkipMap):
+            return f"{name} without its {plural(len(self.bad_lines), 'bad line')}"
+        return name if self._order is None else f"a view of {name}"
 
     # ----------------------------------------------------------------- access
     def __getitem__(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:

@@ -45,7 +45,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def fallback_loads(raw: bytes | memoryview) -> Any:
-    """Strict stdlib parse (UTF-8 checked, NaN/Infinity rejected) of what orjson declined."""
+    """Strict stdlib parse (UTF-8 checked, NaN/Infinity rejected) of what msgspec declined."""
     try:
         text = bytes(raw).decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -127,7 +127,7 @@ class FieldProjection:
             pass  # not an object, a nested field that is not one, or not valid JSON: the full parse decides
         value = loads(raw)
         if not isinstance(value, dict):
-            raise ValueError(f"cannot select fields from a JSON {type(value).__name__}, not an object")
+            raise FieldMismatch(f"cannot select fields from a JSON {type(value).__name__}, not an object")
         return self._from_value(value, self._tree, ())
 
     def _from_value(self, obj: dict, tree: dict[str, Any], where: Path) -> dict[str, Any]:
@@ -160,6 +160,9 @@ class FieldProjection:
 
     def _nones(self, tree: dict[str, Any]) -> dict[str, Any]:
         return {k: None if sub is None else self._nones(sub) for k, sub in tree.items()}
+
+    def __repr__(self) -> str:  # stable across runs: caches key on it (sjsonl.transforms.filter)
+        return f"{type(self).__name__}({['.'.join(p) for p in self.paths]!r}, missing={self.missing!r})"
 
     def __reduce__(self):  # msgspec decoders do not pickle; rebuild from the paths
         return (FieldProjection, (self.paths, self.missing))
@@ -210,9 +213,14 @@ class TypedDecoder:
         if reason and "out of range" not in reason:
             raise FieldMismatch(reason)
         try:
-            return msgspec.convert(obj, self.schema)  # valid JSON msgspec's reader declined (e.g. "\\ud800")
+            return msgspec.convert(
+                obj, self.schema, str_keys=True
+            )  # valid JSON msgspec's reader declined (e.g. "\\ud800")
         except msgspec.ValidationError as exc:
             raise FieldMismatch(str(exc)) from None
+
+    def __repr__(self) -> str:
+        return f"TypedDecoder({self.schema.__module__}.{self.schema.__qualname__})"
 
     def __reduce__(self):
         return (TypedDecoder, (self.schema,))

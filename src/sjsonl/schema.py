@@ -366,7 +366,7 @@ def _write_cache(f: Any, schema: RecordSchema) -> None:
 
 
 def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
-    return schema_of_records(f.iter_records(lo, hi))
+    return schema_of_records(f.iter_good_records(lo, hi))
 
 
 def _file_schema(f: Any, workers: int, progress: bool | None) -> RecordSchema:
@@ -446,7 +446,9 @@ def infer_schema(
         rows = []
         for i in _evenly(n, sample).tolist():
             k = int(np.searchsorted(bounds, i, side="right")) - 1
-            rows.append(files[k].record(i - int(bounds[k])))
+            j = i - int(bounds[k])
+            if j not in files[k].bad_records:  # a line left out under on_bad_lines="skip"
+                rows.append(files[k].record(j))
         return schema_of_records(rows)
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
     schema = RecordSchema()

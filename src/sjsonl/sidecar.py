@@ -22,8 +22,17 @@ import orjson
 
 
 def index_key(f: Any, version: int) -> dict[str, Any]:
-    """The identity of ``f``'s index (an :class:`~sjsonl.source.IndexedFile`): data version and records."""
-    return {"version": version, "stamp": f.stamp.to_dict(), "records": int(f.n)}
+    """The identity of ``f``'s index (an :class:`~sjsonl.source.IndexedFile`): the data version, what the
+    offsets start (lines, or a JSON document's elements under one field), their count and checksum, and
+    the records left out as bad lines."""
+    return {
+        "version": version,
+        "stamp": f.stamp.to_dict(),
+        "records": int(f.n),
+        "checksum": getattr(f, "checksum", None),
+        "layout": getattr(f, "layout", ""),
+        "skipped": len(getattr(f, "bad_records", ())),
+    }
 
 
 def read_sidecar(path: str, key: Any) -> Any:

@@ -116,6 +116,7 @@ class IndexedFile:
         self._offsets: np.ndarray | None = loaded.offsets
         self.index_path = loaded.path
         self.checksum = loaded.checksum
+        self.bad_records = np.zeros(0, dtype=np.int64)  # left out under on_bad_lines="skip"
         self.stamp = loaded.stamp
         self.end = loaded.stamp.size  # bytes past this were not indexed (e.g. appended since)
         self.n = len(loaded.offsets)
@@ -220,6 +221,16 @@ class IndexedFile:
                     ) from None
                 except ValueError as exc:
                     raise self.decode_error(start + base, buf[start:end], str(exc)) from None
+
+    def iter_good_records(self, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
+        """:meth:`iter_records` without the records left out as bad lines (``bad_records``)."""
+        hi = self.n if hi is None else hi
+        bad = self.bad_records
+        start = lo
+        for b in bad[np.searchsorted(bad, lo) : np.searchsorted(bad, hi)].tolist():
+            yield from self.iter_records(start, b)
+            start = b + 1
+        yield from self.iter_records(start, hi)
 
     def iter_records(
         self, lo: int = 0, hi: int | None = None, decode: Decoder | None = None

@@ -194,6 +194,10 @@ def select_columns(ds: JSONLDataset, columns: str | Sequence[str]) -> JSONLDatas
     from ..fields import Projection
 
     cols = _names(columns)
+    if ds._decode is not None:
+        raise InvalidArgumentError(
+            "select_columns on a dataset already decoded by fields= or schema=: ask for the columns there"
+        )
     if ds._transform is None:
         view = copy.copy(ds)
         view._decode, view._plain = Projection(cols), False
