@@ -151,7 +151,7 @@ def test_columns_and_features_skip_the_bad_lines_too(tmp_path):
     )
     assert filled[:] == good
     with pytest.raises(RecordDecodeError):
-        JSONLDataset(path).column_names  # "error": the schema pass meets the bad line
+        _ = JSONLDataset(path).column_names  # "error": the schema pass meets the bad line
     with pytest.raises(IndexError, match=r"data.jsonl without its 3 bad lines has 297 records"):
         ds[297]
 
