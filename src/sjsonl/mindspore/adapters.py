@@ -318,6 +318,8 @@ def to_generator_dataset(
     seed: int | None = None,
     buffer_size: int = 1000,
     pad_shards: bool = False,
+    batch_size: int | None = None,
+    drop_remainder: bool = False,
     **generator_kwargs: Any,
 ) -> Any:
     """A ``mindspore.dataset.GeneratorDataset`` over a JSONLDataset, a JSONLStream, a 🤗 ``Dataset`` or
@@ -340,6 +342,10 @@ def to_generator_dataset(
         buffer_size: buffer of the shuffle of streams.
         pad_shards: let MindSpore shard random-access data instead: shards of equal size, padded by
             repeating rows, and with ``shuffle`` one global shuffle split between shards each epoch.
+        batch_size, drop_remainder: deliver whole batches — each source item is ``batch_size`` records as
+            columns (list columns padded, with ``<column>_lengths``), so MindSpore's per-row cost is paid
+            once per batch; sjsonl shuffles (exactly, per epoch) and shards at record level
+            (:mod:`sjsonl.mindspore.batches`). Random-access data only; do not ``.batch()`` again.
         generator_kwargs: passed on to ``GeneratorDataset`` (e.g. ``num_samples``, ``sampler``).
 
     Example:
@@ -353,6 +359,22 @@ def to_generator_dataset(
     """
     msd = require("mindspore.dataset", "mindspore")
     num_shards, shard_id = _distributed_defaults(num_shards, shard_id)
+    if batch_size is not None:
+        return _batched_generator_dataset(
+            msd,
+            ds,
+            column_names,
+            features,
+            schema,
+            infer_rows,
+            shuffle,
+            seed,
+            num_shards,
+            shard_id,
+            batch_size,
+            drop_remainder,
+            generator_kwargs,
+        )
     ms_shards = pad_shards and _is_map_style(ds) and len(ds) > 0
     source = make_source(
         ds,
@@ -383,3 +405,39 @@ def to_generator_dataset(
         python_multiprocessing=python_multiprocessing,
         **generator_kwargs,
     )
+
+
+def _batched_generator_dataset(
+    msd,
+    ds,
+    column_names,
+    features,
+    schema,
+    infer_rows,
+    shuffle,
+    seed,
+    num_shards,
+    shard_id,
+    batch_size,
+    drop_remainder,
+    generator_kwargs,
+) -> Any:
+    from .batches import BatchSource
+
+    if not _is_map_style(ds):
+        raise InvalidArgumentError("batch_size= needs random-access data (a dataset, not a stream)")
+    source = make_source(
+        ds, column_names=column_names, features=features, schema=schema, infer_rows=infer_rows
+    )
+    batches = BatchSource(
+        ds,
+        source.schema,
+        batch_size,
+        drop_remainder=drop_remainder,
+        shuffle=shuffle,
+        seed=seed,
+        num_shards=num_shards,
+        shard_id=shard_id,
+    )
+    # an iterable source: MindSpore neither shuffles nor shards it (the source does both, per record)
+    return msd.GeneratorDataset(batches, column_names=batches.column_names, **generator_kwargs)

@@ -98,6 +98,8 @@ def load_dataset(
     column_names: Sequence[str] | None = None,
     pad_shards: bool = False,
     infer_rows: int | None = DEFAULT_INFER_ROWS,
+    batch_size: int | None = None,
+    drop_remainder: bool = False,
     hf_kwargs: Mapping[str, Any] | None = None,
     **config_kwargs: Any,
 ) -> Any:
@@ -138,6 +140,8 @@ def load_dataset(
         pad_shards=pad_shards,
         features=features,
         infer_rows=infer_rows,
+        batch_size=batch_size,
+        drop_remainder=drop_remainder,
     )
     hf_extra = {**config_kwargs, **(hf_kwargs or {})}
     document = "field" in hf_extra  # rows under a key of a JSON document: 🤗's JSON builder reads those
