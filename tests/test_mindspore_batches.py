@@ -52,7 +52,9 @@ def rows_of(batches, names: list[str], schema) -> list[str]:
 
 
 def per_row(ds, schema) -> Counter:
-    return Counter(json.dumps(schema.to_python(schema.convert(r)), sort_keys=True, ensure_ascii=False) for r in ds)
+    return Counter(
+        json.dumps(schema.to_python(schema.convert(r)), sort_keys=True, ensure_ascii=False) for r in ds
+    )
 
 
 def test_an_epoch_of_batches_is_the_records(ds):
@@ -68,8 +70,14 @@ def test_an_epoch_of_batches_is_the_records(ds):
     first, second = (rows_of(e, names, schema) for e in epochs)
     assert Counter(first) == Counter(second) == per_row(ds, schema)  # the same records per epoch
     assert first != second  # reshuffled between epochs
-    plain = rows_of(to_generator_dataset(ds, batch_size=BATCH).create_tuple_iterator(output_numpy=True, num_epochs=1), names, schema)
-    assert plain == [json.dumps(schema.to_python(schema.convert(r)), sort_keys=True, ensure_ascii=False) for r in ds]
+    plain = rows_of(
+        to_generator_dataset(ds, batch_size=BATCH).create_tuple_iterator(output_numpy=True, num_epochs=1),
+        names,
+        schema,
+    )
+    assert plain == [
+        json.dumps(schema.to_python(schema.convert(r)), sort_keys=True, ensure_ascii=False) for r in ds
+    ]
 
 
 def test_padding_and_lengths(ds):
@@ -87,8 +95,12 @@ def test_shards_are_disjoint_and_complete(ds, drop):
     schema = make_schema(ds)
     got = []
     for shard in range(2):
-        gd = to_generator_dataset(ds, batch_size=BATCH, shuffle=True, seed=3, num_shards=2, shard_id=shard, drop_remainder=drop)
-        got.append(rows_of(gd.create_tuple_iterator(output_numpy=True, num_epochs=1), gd.get_col_names(), schema))
+        gd = to_generator_dataset(
+            ds, batch_size=BATCH, shuffle=True, seed=3, num_shards=2, shard_id=shard, drop_remainder=drop
+        )
+        got.append(
+            rows_of(gd.create_tuple_iterator(output_numpy=True, num_epochs=1), gd.get_col_names(), schema)
+        )
     assert not set(got[0]) & set(got[1])
     if not drop:
         assert Counter(got[0] + got[1]) == per_row(ds, schema)
@@ -108,7 +120,13 @@ def test_resume_mid_epoch(ds, k):
     state = src.state_dict()
     again = BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=11)
     again.load_state_dict(state)
-    assert head + [tuple(a.tolist() for a in b) for b in again] == full
+    rest = [tuple(a.tolist() for a in b) for b in again]
+    if k < len(full):
+        assert head + rest == full
+    else:  # saved with the epoch used up: the resume starts the next epoch
+        fresh = BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=11)
+        fresh.set_epoch(3)
+        assert rest == [tuple(a.tolist() for a in b) for b in fresh]
     with pytest.raises(ValueError, match="cannot resume"):
         BatchSource(ds, schema, batch_size=4, shuffle=True, seed=11).load_state_dict(state)
 
@@ -120,3 +138,39 @@ def test_load_dataset_passes_batch_size_and_streams_are_refused(ds):
     assert first["id"].tolist() == list(range(16))
     with pytest.raises(ValueError, match="random-access"):
         to_generator_dataset(sjsonl.streaming.JSONLStream(ds.files[0]), batch_size=4)
+
+
+def test_unseeded_shards_are_still_disjoint(ds):
+    schema = make_schema(ds)
+    got = []
+    for shard in range(2):
+        gd = to_generator_dataset(ds, batch_size=BATCH, shuffle=True, num_shards=2, shard_id=shard)
+        got.append(
+            rows_of(gd.create_tuple_iterator(output_numpy=True, num_epochs=1), gd.get_col_names(), schema)
+        )
+    assert not set(got[0]) & set(got[1]) and Counter(got[0] + got[1]) == per_row(ds, schema)
+
+
+def test_epochs_advance_per_finished_pass_and_resume_after_a_whole_epoch(ds):
+    schema = make_schema(ds)
+    src = BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=5)
+    iter(src)  # what MindSpore does when it builds the pipeline: no pass starts
+    probe = next(iter(src))  # a shape probe: a partial pass does not move the epoch
+    epoch0 = [b[0].tolist() for b in src]
+    assert probe[0].tolist() == epoch0[0]
+    epoch1 = [b[0].tolist() for b in src]
+    assert epoch1 != epoch0
+    saved = src.state_dict()  # epoch 1 complete
+    again = BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=5)
+    again.load_state_dict(saved)
+    epoch2 = [b[0].tolist() for b in again]
+    src_epoch2 = [b[0].tolist() for b in src]
+    assert epoch2 == src_epoch2 and epoch2 not in (epoch0, epoch1)
+    later = BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=5)
+    later.resume_at(epoch=1, batches_done=4)
+    assert [b[0].tolist() for b in later] == epoch1[4:]
+
+
+def test_no_batches_is_an_empty_dataset(ds):
+    gd = to_generator_dataset(ds.take(5), batch_size=BATCH, drop_remainder=True)
+    assert list(gd.create_tuple_iterator(output_numpy=True, num_epochs=1)) == []

@@ -62,21 +62,32 @@ static PyObject *newlines_count(PyObject *self, PyObject *args) {
 
 static PyObject *newlines_fill(PyObject *self, PyObject *args) {
     Py_buffer data, out;
-    unsigned long long base;
+    long long signed_base;
     PyObject *target;
-    if (!PyArg_ParseTuple(args, "y*KO", &data, &base, &target)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*LO", &data, &signed_base, &target)) return NULL;
+    if (signed_base < 0) {
+        PyBuffer_Release(&data);
+        PyErr_SetString(PyExc_ValueError, "base must be >= 0");
+        return NULL;
+    }
+    unsigned long long base = (unsigned long long)signed_base;
     if (PyObject_GetBuffer(target, &out, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
         PyBuffer_Release(&data);
         return NULL;
     }
     Py_ssize_t itemsize = out.itemsize;
-    const char *fmt = out.format ? out.format : "B";
+    const char *fmt = (out.format && *out.format) ? out.format : "B";
     char kind = fmt[strlen(fmt) - 1];  /* "<Q", "=I", "L", ...: the type letter comes last */
     if (kind != 'I' && kind != 'L' && kind != 'Q') itemsize = 0;  /* unsigned integers only */
+#if PY_LITTLE_ENDIAN
+    if (fmt[0] == '>' || fmt[0] == '!') itemsize = 0;  /* written in native (little-endian) order */
+#else
+    if (fmt[0] == '<') itemsize = 0;
+#endif
     if (itemsize != 4 && itemsize != 8) {
         PyBuffer_Release(&data);
         PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_TypeError, "out must be an array of uint32 or uint64");
+        PyErr_SetString(PyExc_TypeError, "out must be an array of native-order uint32 or uint64");
         return NULL;
     }
     Py_ssize_t capacity = out.len / itemsize, written = 0;

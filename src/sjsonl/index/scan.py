@@ -158,7 +158,12 @@ class _ChunkScanner:
         hi = lo + n
         if NATIVE is not None:  # one memchr pass, offsets written in place, the GIL released
             found = np.empty(NATIVE.count(data), dtype=np.uint64)
-            NATIVE.fill(data, lo, found)
+            try:
+                written = NATIVE.fill(data, lo, found)
+            except ValueError:
+                written = -1
+            if written != len(found):  # the buffer changed between the two passes
+                raise DataChangedWhileScanning(f"the data at [{lo}, {hi}) changed while it was scanned")
             starts = found.view(np.int64)  # offsets < 2**63
         else:
             mask = self._mask(n)

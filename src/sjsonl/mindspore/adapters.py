@@ -439,5 +439,7 @@ def _batched_generator_dataset(
         num_shards=num_shards,
         shard_id=shard_id,
     )
-    # an iterable source: MindSpore neither shuffles nor shards it (the source does both, per record)
-    return msd.GeneratorDataset(batches, column_names=batches.column_names, **generator_kwargs)
+    # an iterable source: MindSpore neither shuffles nor shards it (the source does both, per record);
+    # MindSpore refuses a source whose len() is 0, so an empty one goes without a len()
+    source_for_ms: Any = batches if len(batches) else _Empty(batches)
+    return msd.GeneratorDataset(source_for_ms, column_names=batches.column_names, **generator_kwargs)

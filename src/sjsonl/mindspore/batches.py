@@ -11,9 +11,13 @@
 - a list column becomes an array padded to the batch's largest shape (with the column's fill: ``0``,
   ``""``, ``False``, ``NaN``), plus a ``<column>_lengths`` column of int64 giving each row's shape.
 
-It is iterable (MindSpore calls ``iter()`` once per epoch; the epoch advances each time), so MindSpore
-neither shuffles nor shards it — the source does both, at record level. ``state_dict()`` /
-``load_state_dict()`` hold the epoch and the batches yielded, for a resume mid-epoch.
+It is iterable, so MindSpore neither shuffles nor shards it — the source does both, at record level; each
+pass that runs to its end moves to the next epoch's order. Without ``seed=`` (and without
+``mindspore.dataset.config.set_seed``) the seed is 0, so every rank draws the same order and the shards
+stay disjoint. ``resume_at(epoch, batches_done)`` restarts mid-epoch (``state_dict()`` /
+``load_state_dict()`` too, but MindSpore reads ahead, so the batches it handed out can exceed the steps
+taken). One source worker does the reading (a batch is one vectorised read), whatever
+``num_parallel_workers`` says.
 
 Example:
     >>> from sjsonl.mindspore import make_schema
@@ -28,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -68,10 +71,10 @@ class BatchSource:
         self.data, self.schema, self.batch_size = data, schema, int(batch_size)
         self.drop_remainder, self.shuffle = bool(drop_remainder), bool(shuffle)
         self.seed = seed
-        self._fresh_seed = random.SystemRandom().randrange(2**32)  # no seed anywhere: one per source
         self.step, self.first = _check_shard(num_shards, shard_id)
         self.rows = len(range(self.first, len(data), self.step))  # this shard's records per epoch
         self._cursor = Cursor()
+        self._active = False  # a pass has taken its first batch and not reached its end
         self._padded = [c.ndim > 0 for c in schema.columns]
         self.column_names = list(schema.column_names) + [
             f"{c.name}_lengths" for c, pad in zip(schema.columns, self._padded) if pad
@@ -92,30 +95,35 @@ class BatchSource:
         self._cursor.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
-        start = self._cursor.begin(len(self))
-        epoch = self._cursor.pass_epoch
-        self._cursor.epoch = epoch + 1  # MindSpore calls iter() once per epoch: the next one reshuffles
-        order = epoch_order(len(self.data), self.shuffle, self._base_seed(), epoch)
-        mine = RangeMap(order, self.first, len(self.data), self.step)
-        return self._batches(mine, start)
+        # Lazy: MindSpore calls iter() when it builds the pipeline and may pull a batch to probe shapes;
+        # the pass (and a pending resume) starts at the first batch taken, and only a pass that runs to
+        # its end moves on to the next epoch.
+        return self._batches()
 
     def _base_seed(self) -> int:
-        """``seed=``, else MindSpore's ``config.set_seed`` when it was called, else this source's own."""
+        """``seed=``, else MindSpore's ``config.set_seed`` when it was called, else 0 — never a random
+        one: every rank must draw the same order for the shards to be disjoint."""
         if self.seed is not None or not self.shuffle:
             return int(self.seed or 0)
         from mindspore.dataset import config
 
         from .adapters import _MT19937_DEFAULT_SEED
 
-        return config.get_seed() if config.get_seed() != _MT19937_DEFAULT_SEED else self._fresh_seed
+        return config.get_seed() if config.get_seed() != _MT19937_DEFAULT_SEED else 0
 
-    def _batches(self, mine: RangeMap, start: int) -> Iterator[tuple[np.ndarray, ...]]:
+    def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
+        start = self._cursor.begin(len(self))
+        epoch, self._active = self._cursor.pass_epoch, True
+        order = epoch_order(len(self.data), self.shuffle, self._base_seed(), epoch)
+        mine = RangeMap(order, self.first, len(self.data), self.step)
         for b in range(start, len(self)):
             lo = b * self.batch_size
             positions = np.arange(lo, min(lo + self.batch_size, self.rows), dtype=np.int64)
             rows = [self.schema.convert(r) for r in _read(self.data, mine.take(positions))]
             self._cursor.yielded += 1
             yield self._columns(rows)
+        self._active = False
+        self._cursor.set_epoch(epoch + 1)  # a whole pass: the next one reshuffles
 
     def _columns(self, rows: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
         out, lengths = [], []
@@ -135,12 +143,28 @@ class BatchSource:
         return (*out, *lengths)
 
     def state_dict(self) -> dict[str, Any]:
-        """``{"epoch", "yielded"}`` (batches) plus the layout, checked on load."""
-        return self._cursor.state_dict(**self._identity())
+        """``{"epoch", "yielded"}`` plus the layout, checked on load. ``yielded`` counts the batches handed
+        to MindSpore, which reads ahead: for a resume at the step your loop reached, use
+        :meth:`resume_at` with that step instead."""
+        if self._active:
+            return self._cursor.state_dict(**self._identity())
+        # between passes: where the next one will start (a pending resume, else its epoch from batch 0)
+        epoch, start = self._cursor._resume or (self._cursor.epoch, 0)
+        return {"epoch": epoch, "yielded": start, **self._identity()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue the saved epoch after its last yielded batch, on the next ``iter()``."""
+        """Continue the saved epoch after its last yielded batch on the next pass — or, for an epoch saved
+        complete, start the one after it."""
+        if int(state.get("yielded", 0)) >= len(self) and "epoch" in state:
+            self._cursor.load_state_dict({**state, "yielded": 0}, len(self), **self._identity())
+            self._cursor.set_epoch(int(state["epoch"]) + 1)  # drops the resume: a fresh next epoch
+            return
         self._cursor.load_state_dict(state, len(self), **self._identity())
+
+    def resume_at(self, epoch: int, batches_done: int) -> None:
+        """Start the next pass at batch ``batches_done`` of epoch ``epoch`` (what a training loop that
+        counts its steps knows), whatever MindSpore had read ahead."""
+        self.load_state_dict({"epoch": int(epoch), "yielded": int(batches_done), **self._identity()})
 
     def _identity(self) -> dict[str, Any]:
         return {
