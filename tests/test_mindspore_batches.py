@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("mindspore")
 
-import sjsonl.mindspore  # noqa: E402
-from sjsonl import JSONLDataset  # noqa: E402
-from sjsonl.mindspore import make_schema, to_generator_dataset  # noqa: E402
-from sjsonl.mindspore.batches import BatchSource  # noqa: E402
+import sjsonl.mindspore
+from sjsonl import JSONLDataset
+from sjsonl.mindspore import make_schema, to_generator_dataset
+from sjsonl.mindspore.batches import BatchSource
 
 N, BATCH = 103, 8
 
