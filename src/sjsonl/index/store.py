@@ -189,13 +189,7 @@ def index_dir_from_env(index_dir: str | os.PathLike[str] | None) -> str | None:
     chosen = os.fspath(index_dir) if index_dir is not None else os.environ.get("SJSONL_INDEX_DIR") or None
     if chosen is None:
         return None
-    where = os.path.abspath(os.path.expanduser(chosen))
-    if os.path.exists(where) and not os.path.isdir(where):
-        source = "index_dir" if index_dir is not None else "$SJSONL_INDEX_DIR"
-        raise InvalidArgumentError(
-            f"{source} {where} exists and is not a directory: name a directory for indexes"
-        )
-    return where
+    return os.path.abspath(os.path.expanduser(chosen))
 
 
 def candidate_index_paths(data_path: str, index_dir: str | None = None) -> list[str]:
@@ -206,6 +200,12 @@ def candidate_index_paths(data_path: str, index_dir: str | None = None) -> list[
     private = cache_index_path(data_path, default_cache_dir())
     chosen = index_dir_from_env(index_dir)
     if chosen is not None:
+        # (the build layer has already refused the data file itself as the place)
+        if os.path.exists(chosen) and not os.path.isdir(chosen):
+            raise InvalidArgumentError(
+                f"the index directory {chosen} (index_dir= or $SJSONL_INDEX_DIR) exists and is not a "
+                "directory: name a directory for indexes"
+            )
         wanted = [cache_index_path(data_path, chosen)]
     elif is_url(data_path):
         return [private]
