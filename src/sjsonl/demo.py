@@ -70,7 +70,7 @@ def run_demo(
     seq = _median_time(lambda: sum(1 for _ in ds), repeats=3)
     shuffled = ds.shuffle(seed=0)
     shuf = _median_time(lambda: sum(1 for _ in shuffled), repeats=3)
-    out(f"4. random access: {rand * 1e6:.2f} µs per record (slice of a memory map + one orjson parse)")
+    out(f"4. random access: {rand * 1e6:.2f} µs per record (slice of a memory map + one JSON parse)")
     out(f"   sequential iteration: {len(ds) / seq:,.0f} records/s")
     out(
         f"   exact global shuffle (O(1) memory): {len(ds) / shuf:,.0f} records/s; first ids: "

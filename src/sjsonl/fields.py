@@ -44,6 +44,7 @@ from .decode import FieldMismatch, loads, valid_utf8
 from .errors import ArgumentTypeError, InvalidArgumentError
 
 MISSING_POLICIES = ("absent", "none", "error")
+_astuple, _UNSET = msgspec.structs.astuple, msgspec.UNSET
 Path = tuple[str, ...]
 
 
@@ -104,6 +105,7 @@ class FieldProjection:
         # missing fields left out (or None, for flat paths): the decoded struct is the answer as it is
         flat = all(sub is None for sub in self._tree.values())
         self._simple = missing == "absent" or (flat and missing == "none")
+        self._flat = flat and missing in ("absent", "none")  # a tuple of top-level values is enough
         default = None if flat and missing == "none" else msgspec.UNSET
         try:
             self._decoder: msgspec.json.Decoder | None = msgspec.json.Decoder(
@@ -119,6 +121,9 @@ class FieldProjection:
             decoded = self._decoder.decode(raw)
             data = raw if isinstance(raw, bytes) else bytes(raw)
             if data.isascii() or valid_utf8(data):  # msgspec does not check the strings it skips
+                if self._flat:  # top-level fields only: zip the decoded values (UNSET: absent)
+                    values = _astuple(decoded)
+                    return {k: v for k, v in zip(self.columns, values) if v is not _UNSET}
                 # one C call builds the subset (UNSET fields are left out); only nested paths or another
                 # missing policy need the small walk over it
                 row = msgspec.to_builtins(decoded)
