@@ -43,6 +43,7 @@ from ..errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError, 
 from ..hf import hf_kind
 from ..schema import infer_schema as infer_record_schema
 from ..streaming import JSONLStream, buffer_shuffle
+from .batches import BatchSource
 from .columns import Schema, SchemaMismatchError, infer_schema
 
 #: Rows the schema is inferred from by default: ``None``, every row (for a JSONLDataset computed once and
@@ -53,6 +54,13 @@ DEFAULT_INFER_ROWS: int | None = None
 HF_SAMPLE_ROWS = 2000
 # What mindspore.dataset.config.get_seed() answers when set_seed was never called (std::mt19937's default).
 _MT19937_DEFAULT_SEED = 5489
+
+
+def configured_seed() -> int | None:
+    """MindSpore's ``config.set_seed`` value, or None when it was never called."""
+    from mindspore.dataset import config
+
+    return None if config.get_seed() == _MT19937_DEFAULT_SEED else int(config.get_seed())
 
 
 def _is_map_style(data: Any) -> bool:
@@ -123,7 +131,18 @@ def _check_shard(num_shards: int | None, shard_id: int | None) -> tuple[int, int
     return num_shards, shard_id  # type: ignore[return-value]
 
 
-class MapSource:
+class _Converted:
+    """What a per-record source shares: its rows are converted by ``schema``."""
+
+    schema: Schema
+
+    @property
+    def column_names(self) -> list[str]:
+        """The columns of each row, in order (as MindNLP's sources carry them)."""
+        return self.schema.column_names
+
+
+class MapSource(_Converted):
     """A random-access MindSpore source: ``source[i]`` is record ``i`` (of this shard: record
     ``shard_id + i * num_shards`` of ``data``) converted by ``schema``.
 
@@ -146,11 +165,6 @@ class MapSource:
         """The underlying dataset — MindNLP's ``gd.source.ds`` (e.g. the :class:`JSONLDataset`)."""
         return self.data
 
-    @property
-    def column_names(self) -> list[str]:
-        """The columns of each row, in order (as MindNLP's sources carry them)."""
-        return self.schema.column_names
-
     def __len__(self) -> int:
         return self.n
 
@@ -167,7 +181,7 @@ class MapSource:
             raise
 
 
-class IterSource:
+class IterSource(_Converted):
     """A streaming MindSpore source: converted records of ``data`` in order, with an optional buffered
     shuffle (seed + epoch, so each epoch differs yet runs repeat) and a round-robin shard.
 
@@ -198,17 +212,10 @@ class IterSource:
         """The underlying dataset or stream — MindNLP's ``gd.source.ds``."""
         return self.data.data if isinstance(self.data, _Empty) else self.data
 
-    column_names = MapSource.column_names
-
     def _epoch_seed(self, epoch: int) -> int | None:
         """``seed=``, else MindSpore's ``config.set_seed`` (read when iterating), plus the epoch; None
         (a fresh order every run) when neither is set — as MindSpore's own shuffles."""
-        base = self.seed
-        if base is None:
-            from mindspore.dataset import config
-
-            if config.get_seed() != _MT19937_DEFAULT_SEED:
-                base = config.get_seed()
+        base = self.seed if self.seed is not None else configured_seed()
         return None if base is None else base * 1_000_003 + epoch
 
     def _records(self, epoch: int) -> Iterator[Any]:
@@ -277,10 +284,13 @@ def make_source(
     infer_rows: int | None = DEFAULT_INFER_ROWS,
     num_shards: int | None = None,
     shard_id: int | None = None,
+    batch_size: int | None = None,
+    drop_remainder: bool = False,
     **iter_options: Any,
-) -> MapSource | IterSource:
+) -> MapSource | IterSource | BatchSource:
     """The MindSpore source :func:`to_generator_dataset` builds: a :class:`MapSource` for random-access data,
-    an :class:`IterSource` (also taking ``iter_options``: shuffle, seed, buffer_size) for streams.
+    an :class:`IterSource` (also taking ``iter_options``: shuffle, seed, buffer_size) for streams, a
+    :class:`~sjsonl.mindspore.batches.BatchSource` of whole batches with ``batch_size``.
     ``.schema`` tells how records are converted.
 
     Example:
@@ -293,6 +303,19 @@ def make_source(
         schema = make_schema(data, features, infer_rows)
     if column_names is not None:
         schema = schema.select([column_names] if isinstance(column_names, str) else list(column_names))
+    if batch_size is not None:
+        if not _is_map_style(data):
+            raise InvalidArgumentError("batch_size= needs random-access data (a dataset, not a stream)")
+        return BatchSource(
+            data,
+            schema,
+            batch_size,
+            drop_remainder=drop_remainder,
+            shuffle=bool(iter_options.get("shuffle", False)),
+            seed=iter_options.get("seed"),
+            num_shards=num_shards,
+            shard_id=shard_id,
+        )
     if _is_map_style(data):
         source = MapSource(data, schema, num_shards=num_shards, shard_id=shard_id)
         # MindSpore refuses a random-access source of 0 rows ("data row of input source must not be 0"),
@@ -359,23 +382,7 @@ def to_generator_dataset(
     """
     msd = require("mindspore.dataset", "mindspore")
     num_shards, shard_id = _distributed_defaults(num_shards, shard_id)
-    if batch_size is not None:
-        return _batched_generator_dataset(
-            msd,
-            ds,
-            column_names,
-            features,
-            schema,
-            infer_rows,
-            shuffle,
-            seed,
-            num_shards,
-            shard_id,
-            batch_size,
-            drop_remainder,
-            generator_kwargs,
-        )
-    ms_shards = pad_shards and _is_map_style(ds) and len(ds) > 0
+    ms_shards = pad_shards and batch_size is None and _is_map_style(ds) and len(ds) > 0
     source = make_source(
         ds,
         column_names=column_names,
@@ -387,17 +394,21 @@ def to_generator_dataset(
         buffer_size=buffer_size,
         num_shards=None if ms_shards else num_shards,
         shard_id=None if ms_shards else shard_id,
+        batch_size=batch_size,
+        drop_remainder=drop_remainder,
     )
     ms_shuffle: bool | None = shuffle
     if not ms_shards:  # the source took the shard
         num_shards = shard_id = None
-    if isinstance(source, IterSource):  # the source shuffles streams; MindSpore can't
+    if isinstance(source, (IterSource, BatchSource)):  # iterable: the source shuffles, MindSpore can't
         ms_shuffle = None
     elif not shuffle and ("sampler" in generator_kwargs or "batch_sampler" in generator_kwargs):
         ms_shuffle = None  # MindSpore refuses shuffle=False next to a sampler: the sampler decides the order
+    # MindSpore refuses a source whose len() is 0: an empty batched source goes without one
+    empty = isinstance(source, BatchSource) and not len(source)
     return msd.GeneratorDataset(
-        source,
-        column_names=source.schema.column_names,
+        _Empty(source) if empty else source,
+        column_names=source.column_names,
         shuffle=ms_shuffle,
         num_parallel_workers=num_parallel_workers,
         num_shards=num_shards,
@@ -405,41 +416,3 @@ def to_generator_dataset(
         python_multiprocessing=python_multiprocessing,
         **generator_kwargs,
     )
-
-
-def _batched_generator_dataset(
-    msd,
-    ds,
-    column_names,
-    features,
-    schema,
-    infer_rows,
-    shuffle,
-    seed,
-    num_shards,
-    shard_id,
-    batch_size,
-    drop_remainder,
-    generator_kwargs,
-) -> Any:
-    from .batches import BatchSource
-
-    if not _is_map_style(ds):
-        raise InvalidArgumentError("batch_size= needs random-access data (a dataset, not a stream)")
-    source = make_source(
-        ds, column_names=column_names, features=features, schema=schema, infer_rows=infer_rows
-    )
-    batches = BatchSource(
-        ds,
-        source.schema,
-        batch_size,
-        drop_remainder=drop_remainder,
-        shuffle=shuffle,
-        seed=seed,
-        num_shards=num_shards,
-        shard_id=shard_id,
-    )
-    # an iterable source: MindSpore neither shuffles nor shards it (the source does both, per record);
-    # MindSpore refuses a source whose len() is 0, so an empty one goes without a len()
-    source_for_ms: Any = batches if len(batches) else _Empty(batches)
-    return msd.GeneratorDataset(source_for_ms, column_names=batches.column_names, **generator_kwargs)

@@ -105,11 +105,10 @@ class BatchSource:
         one: every rank must draw the same order for the shards to be disjoint."""
         if self.seed is not None or not self.shuffle:
             return int(self.seed or 0)
-        from mindspore.dataset import config
+        from .adapters import configured_seed
 
-        from .adapters import _MT19937_DEFAULT_SEED
-
-        return config.get_seed() if config.get_seed() != _MT19937_DEFAULT_SEED else 0
+        configured = configured_seed()
+        return 0 if configured is None else configured
 
     def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
         start = self._cursor.begin(len(self))
