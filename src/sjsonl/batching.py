@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -44,14 +43,6 @@ class BatchedDataset(Views):
         n = len(dataset)
         self._len = n // self.batch_size if drop_last_batch else -(-n // self.batch_size)
         self._order: IndexMap | None = None
-
-    def _view(self, order: IndexMap) -> BatchedDataset:
-        view = copy.copy(self)
-        view._order, view._len = order, len(order)
-        return view
-
-    def __len__(self) -> int:
-        return self._len
 
     def __repr__(self) -> str:
         return f"BatchedDataset({self.dataset!r}, batch_size={self.batch_size}, batches={self._len})"

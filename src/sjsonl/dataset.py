@@ -286,8 +286,8 @@ class JSONLDataset(Views):
     # ----------------------------------------------------------------- views
     # shuffle, select, skip, take, shard, repeat, batch, prefetch: sjsonl.views.Views
     def _view(self, order: IndexMap) -> JSONLDataset:
-        view = copy.copy(self)
-        view._order, view._len, view._plain = order, len(order), False
+        view = super()._view(order)
+        view._plain = False  # the hot path reads the file's records in order only
         return view
 
     def select_fields(self, fields: Sequence[str], missing: str = "absent") -> JSONLDataset:

@@ -48,7 +48,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -59,7 +58,7 @@ from .sampling.maps import IndexMap
 from .sampling.permutation import Permutation
 from .sampling.schedule import InterleaveSchedule
 from .transforms.export import iter_batches
-from .views import Views, positions_of
+from .views import Views, positions_of, read_positions
 
 STOPPING_STRATEGIES = ("first_exhausted", "all_exhausted")
 _BLOCK = 8192
@@ -103,14 +102,6 @@ class MixtureDataset(Views):
         self._sizes = np.array([len(s) for s in self.sources], dtype=np.int64)
         self._router, self._len, self._reshuffle_seed = router, int(length), reshuffle_seed
         self._order: IndexMap | None = None
-
-    def _view(self, order: IndexMap) -> MixtureDataset:
-        view = copy.copy(self)
-        view._order, view._len = order, len(order)
-        return view
-
-    def __len__(self) -> int:
-        return self._len
 
     def __repr__(self) -> str:
         kind = "interleave" if isinstance(self._router, InterleaveSchedule) else "concatenation"
@@ -174,7 +165,7 @@ class MixtureDataset(Views):
         out: list[Any] = [None] * len(k)
         for src in np.unique(k).tolist():
             at = np.flatnonzero(k == src)
-            for pos, rec in zip(at.tolist(), _read(self.sources[src], j[at])):
+            for pos, rec in zip(at.tolist(), read_positions(self.sources[src], j[at])):
                 out[pos] = rec
         if self._columns is not None:  # 🤗's row shape: every column of every source
             out = [{**self._columns, **r} if isinstance(r, dict) else r for r in out]
@@ -230,12 +221,6 @@ def _all_columns(sources: list[Any]) -> dict[str, None]:
             names = [k for r in s if isinstance(r, dict) for k in r]
         columns.update(dict.fromkeys(names))
     return columns
-
-
-def _read(source: Any, indices: np.ndarray) -> list[Any]:
-    if hasattr(source, "_records_at_positions"):  # sjsonl datasets: one vectorised read
-        return source._records_at_positions(indices)
-    return [source[i] for i in indices.tolist()]
 
 
 def interleave_datasets(

@@ -2,8 +2,9 @@
 ``take``, ``shard``, ``repeat`` — plus ``batch`` and ``prefetch``.
 
 A view is the same dataset with an :mod:`index map <sjsonl.sampling.maps>` in front: no record is read
-or copied, and a view of a view composes the maps. A class gets them by defining ``_len``, ``_order``
-(``None`` or an index map) and ``_view(order)``, which returns a copy reading through ``order``.
+or copied, and a view of a view composes the maps. A class gets them by keeping ``_len`` and ``_order``
+(``None`` or an index map) and reading through ``_order``; :func:`read_positions` reads any dataset's
+records at some positions.
 
 Example:
     >>> import os, tempfile
@@ -19,8 +20,9 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -42,7 +44,13 @@ class Views:
     _order: IndexMap | None
 
     def _view(self: V, order: IndexMap) -> V:
-        raise NotImplementedError
+        """A copy reading through ``order`` (classes with more per-view state extend it)."""
+        view = copy.copy(self)
+        view._order, view._len = order, len(order)
+        return view
+
+    def __len__(self) -> int:
+        return self._len
 
     def _base_map(self) -> IndexMap:
         return self._order if self._order is not None else IdentityMap(self._len)
@@ -128,3 +136,11 @@ def positions_of(key: slice | Sequence[int] | np.ndarray, n: int) -> np.ndarray:
     if bad.any():
         raise out_of_range(int(positions[bad][0]), n, "the dataset")
     return np.where(positions < 0, positions + n, positions)
+
+
+def read_positions(data: Any, positions: np.ndarray) -> list[Any]:
+    """The records of ``data`` at ``positions`` (any order): one vectorised read for sjsonl datasets,
+    views and mixtures, ``data[i]`` one by one for any other sized sequence."""
+    if hasattr(data, "_records_at_positions"):
+        return data._records_at_positions(positions)
+    return [data[i] for i in positions.tolist()]

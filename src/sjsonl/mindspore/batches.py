@@ -40,13 +40,8 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..sampling.distributed import Cursor, epoch_order
 from ..sampling.maps import RangeMap
+from ..views import read_positions
 from .columns import _FILL, Schema
-
-
-def _read(data: Any, indices: np.ndarray) -> list[Any]:
-    if hasattr(data, "_records_at_positions"):  # sjsonl datasets and views: one vectorised read
-        return data._records_at_positions(indices)
-    return [data[i] for i in indices.tolist()]
 
 
 class BatchSource:
@@ -118,7 +113,7 @@ class BatchSource:
         for b in range(start, len(self)):
             lo = b * self.batch_size
             positions = np.arange(lo, min(lo + self.batch_size, self.rows), dtype=np.int64)
-            rows = [self.schema.convert(r) for r in _read(self.data, mine.take(positions))]
+            rows = [self.schema.convert(r) for r in read_positions(self.data, mine.take(positions))]
             self._cursor.yielded += 1
             yield self._columns(rows)
         self._active = False
