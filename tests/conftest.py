@@ -29,11 +29,19 @@ def shared_data() -> Path:
 
     Skips on a user's clone; fails in CI, where .ci/run sets SJSONL_REQUIRE_SHARED=1."""
     if not (SHARED_DATA / "jsonl").is_dir():
-        msg = f"real test data not found at {SHARED_DATA} (it sits beside the checkout as ../shared/data)"
-        if os.environ.get("SJSONL_REQUIRE_SHARED") == "1":
-            pytest.fail(msg + " and SJSONL_REQUIRE_SHARED=1")
-        pytest.skip(msg)
+        missing(
+            f"real test data not found at {SHARED_DATA} (it sits beside the checkout as ../shared/data)",
+            "SJSONL_REQUIRE_SHARED",
+        )
     return SHARED_DATA
+
+
+def missing(msg: str, required_by: str) -> None:
+    """Something a test needs is absent: skip with ``msg`` on a user's clone, fail where the environment
+    variable ``required_by`` is 1 (``.ci/run`` sets each one), so CI never passes by skipping."""
+    if os.environ.get(required_by) == "1":
+        pytest.fail(f"{msg} and {required_by}=1")
+    pytest.skip(msg)
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ from sjsonl.index import scan as scan_module
 from sjsonl.index.scan import scan_file, scan_record_starts, scan_stream
 from sjsonl.sample import write_corpus
 
+from .conftest import missing
 from .test_scan import reference_starts
 
 native = scan_module.NATIVE
@@ -23,12 +24,11 @@ native = scan_module.NATIVE
 @pytest.fixture(autouse=True)
 def _needs_native():
     if native is None:
-        msg = (
-            "the compiled scan (sjsonl.index._newlines) is not built here: pip install -e . with a C compiler"
+        why = "$SJSONL_SCAN=numpy" if os.environ.get("SJSONL_SCAN") == "numpy" else "not built here"
+        missing(
+            f"the compiled scan (sjsonl.index._newlines) is off ({why}): pip install -e . with a C compiler",
+            "SJSONL_REQUIRE_NATIVE",
         )
-        if os.environ.get("SJSONL_REQUIRE_NATIVE") == "1":
-            pytest.fail(msg + " and SJSONL_REQUIRE_NATIVE=1")
-        pytest.skip(msg)
 
 
 def both_ways(fn, monkeypatch):

@@ -1,4 +1,5 @@
-"""The ``shared_data`` fixture's gate: on a user's clone (no ``../shared``) tests that need it skip with a
+"""The gates for what a test needs and a clone may lack (``../shared/data``, the compiled scan). First
+the ``shared_data`` fixture's gate: on a user's clone (no ``../shared``) tests that need it skip with a
 reason; with ``SJSONL_REQUIRE_SHARED=1`` (what ``.ci/run`` sets) the same absence fails the run."""
 
 from __future__ import annotations
@@ -28,3 +29,23 @@ def test_missing_shared_data_skips_on_a_clone_and_fails_in_ci(tmp_path: Path) ->
     ci = _run(tmp_path, require=True)
     assert ci.returncode == 1, ci.stdout + ci.stderr
     assert "1 error" in ci.stdout and "SJSONL_REQUIRE_SHARED=1" in ci.stdout
+
+
+def test_a_missing_compiled_scan_skips_on_a_clone_and_fails_in_ci(tmp_path: Path) -> None:
+    """The same gate for the compiled scan: $SJSONL_SCAN=numpy stands in for a machine without a compiler."""
+    node = "tests/test_scan_native.py::test_the_extension_itself"
+
+    def run(require: bool) -> subprocess.CompletedProcess:
+        env = {**os.environ, "SJSONL_SCAN": "numpy"}
+        env.pop("SJSONL_REQUIRE_NATIVE", None)
+        if require:
+            env["SJSONL_REQUIRE_NATIVE"] = "1"
+        args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--no-header", node]
+        return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+    clone = run(require=False)
+    assert clone.returncode == 0 and "1 skipped" in clone.stdout and "compiled scan" in clone.stdout, (
+        clone.stdout
+    )
+    ci = run(require=True)
+    assert ci.returncode == 1 and "1 error" in ci.stdout and "SJSONL_REQUIRE_NATIVE=1" in ci.stdout, ci.stdout

@@ -25,18 +25,16 @@ Example:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from ._progress import Progress
 from .decode import excerpt, loads
 from .errors import InvalidArgumentError
+from .schema import map_record_chunks
 from .sidecar import index_key, read_sidecar, write_sidecar
 from .storage import byte_view
 
@@ -49,8 +47,6 @@ class BadLineWarning(UserWarning):
 
 MAX_REPORTED = 10_000
 CACHE_VERSION = 1
-PARALLEL_MIN_RECORDS = 200_000
-_CHUNK_RECORDS = 100_000
 
 
 @dataclass(frozen=True)
@@ -117,26 +113,7 @@ def _line_numbers(f: Any, offsets: list[int]) -> list[int]:
 def scan_file(f: Any, workers: int | None = None, progress: bool | None = None) -> list[BadLine]:
     """Every bad record of one :class:`~sjsonl.source.IndexedFile`, in file order."""
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
-    bounds = [(lo, min(f.n, lo + _CHUNK_RECORDS)) for lo in range(0, f.n, _CHUNK_RECORDS)]
-    bar = Progress(int(f.end), f"checking {os.path.basename(f.path)}", progress)
-    found: list[tuple[int, int, str, str]] = []
-    try:
-        if workers > 1 and f.n >= PARALLEL_MIN_RECORDS:
-            # Parsing is CPU-bound Python: processes (spawn: callers may run threads), IndexedFile pickles
-            # by path.
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(min(workers, len(bounds)), mp_context=ctx) as pool:
-                for fut in [pool.submit(_chunk, f, lo, hi) for lo, hi in bounds]:
-                    found += fut.result()
-                    if bar.update:
-                        bar.update(int(f.end) // max(1, len(bounds)))
-        else:
-            for lo, hi in bounds:
-                found += _chunk(f, lo, hi)
-                if bar.update:
-                    bar.update(int(f.end) // max(1, len(bounds)))
-    finally:
-        bar.close()
+    found = [bad for part in map_record_chunks(f, _chunk, workers, progress, "checking") for bad in part]
     lines = _line_numbers(f, [off for _, off, _, _ in found])
     return [BadLine(f.path, ln, off, why, text, rec) for (rec, off, why, text), ln in zip(found, lines)]
 

@@ -90,8 +90,12 @@ def excerpt(raw: bytes | memoryview, limit: int = 60) -> str:
     return repr(text + ("…" if len(head) > limit else ""))
 
 
-def valid_utf8(data: bytes) -> bool:
-    """Whether ``data`` is valid UTF-8 (parsers that skip values do not check their strings)."""
+def valid_utf8(raw: bytes | memoryview) -> bool:
+    """Whether ``raw`` is valid UTF-8 (parsers that skip values do not check their strings); ASCII is
+    answered without decoding."""
+    data = raw if isinstance(raw, bytes) else bytes(raw)
+    if data.isascii():
+        return True
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:

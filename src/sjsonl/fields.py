@@ -119,8 +119,7 @@ class FieldProjection:
             if self._decoder is None:
                 raise msgspec.DecodeError
             decoded = self._decoder.decode(raw)
-            data = raw if isinstance(raw, bytes) else bytes(raw)
-            if data.isascii() or valid_utf8(data):  # msgspec does not check the strings it skips
+            if valid_utf8(raw):  # msgspec does not check the strings it skips
                 if self._flat:  # top-level fields only: zip the decoded values (UNSET: absent)
                     values = _astuple(decoded)
                     return {k: v for k, v in zip(self.columns, values) if v is not _UNSET}
@@ -206,8 +205,7 @@ class TypedDecoder:
     def __call__(self, raw: bytes | memoryview) -> Any:
         try:
             value = self._decoder.decode(raw)
-            data = raw if isinstance(raw, bytes) else bytes(raw)
-            if data.isascii() or valid_utf8(data):
+            if valid_utf8(raw):
                 return value
             reason = ""
         except msgspec.ValidationError as exc:

@@ -369,34 +369,40 @@ def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
     return schema_of_records(f.iter_good_records(lo, hi))
 
 
-def _file_schema(f: Any, workers: int, progress: bool | None) -> RecordSchema:
+def map_record_chunks(f: Any, fn: Any, workers: int, progress: bool | None, desc: str) -> Iterator[Any]:
+    """``fn(f, lo, hi)`` over the record chunks of an :class:`~sjsonl.source.IndexedFile`, results in file
+    order, with a progress bar counting bytes. Files of :data:`PARALLEL_MIN_RECORDS` records or more run
+    in ``workers`` processes: decoding is CPU-bound Python; spawn, because callers (torch, MindSpore)
+    run threads that fork would copy in a locked state; an IndexedFile pickles by path."""
     nbytes = int(f.end)
-    bar = Progress(nbytes, f"schema {os.path.basename(f.path)}", progress)
+    bar = Progress(nbytes, f"{desc} {os.path.basename(f.path)}", progress)
     bounds = list(iter_chunks(f.n, _CHUNK_RECORDS))
     offsets = f.offsets
 
-    def chunk_bytes(lo: int, hi: int) -> int:
-        return (int(offsets[hi]) if hi < f.n else nbytes) - int(offsets[lo])
+    def done(lo: int, hi: int) -> None:
+        if bar.update:
+            bar.update((int(offsets[hi]) if hi < f.n else nbytes) - int(offsets[lo]))
 
-    schema = RecordSchema()
     try:
         if workers > 1 and f.n >= PARALLEL_MIN_RECORDS:
-            # Decoding is CPU-bound Python: processes, not threads. spawn, because callers (torch,
-            # MindSpore) run threads that fork would copy in a locked state. IndexedFile pickles by path.
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(min(workers, len(bounds)), mp_context=ctx) as pool:
-                futures = [pool.submit(_chunk_schema, f, lo, hi) for lo, hi in bounds]
-                for (lo, hi), fut in zip(bounds, futures):  # merged in file order: column order is stable
-                    schema = schema.merge(fut.result())
-                    if bar.update:
-                        bar.update(chunk_bytes(lo, hi))
+                futures = [pool.submit(fn, f, lo, hi) for lo, hi in bounds]
+                for (lo, hi), fut in zip(bounds, futures):
+                    yield fut.result()
+                    done(lo, hi)
         else:
             for lo, hi in bounds:
-                schema = schema.merge(_chunk_schema(f, lo, hi))
-                if bar.update:
-                    bar.update(chunk_bytes(lo, hi))
+                yield fn(f, lo, hi)
+                done(lo, hi)
     finally:
         bar.close()
+
+
+def _file_schema(f: Any, workers: int, progress: bool | None) -> RecordSchema:
+    schema = RecordSchema()
+    for part in map_record_chunks(f, _chunk_schema, workers, progress, "schema"):
+        schema = schema.merge(part)  # merged in file order: column order is stable
     return schema
 
 
