@@ -3,6 +3,7 @@ and records as byte tokens — no tokenizer to download."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import tempfile
@@ -40,3 +41,21 @@ def tokens(text: str) -> np.ndarray:
     raw = np.frombuffer(text.encode("utf-8")[: SEQ_LEN + 1], dtype=np.uint8)
     ids[: len(raw)] = raw
     return ids
+
+
+def parse_run_arguments(doc: str, steps: int, out_help: str, argv: list[str] | None) -> argparse.Namespace:
+    """The options both examples take: the three sources, the step count, where to stop and checkpoint,
+    and where to write what the run saw; ``data`` defaults to :func:`default_sources`."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", nargs=3, metavar="JSONL", help="three sources (default: generated samples)")
+    parser.add_argument("--steps", type=int, default=steps, help=f"optimizer steps in all (default: {steps})")
+    parser.add_argument(
+        "--stop-after", type=int, default=None, help="stop after this step and save a checkpoint"
+    )
+    parser.add_argument(
+        "--checkpoint", default=None, help="directory of the checkpoint (resumed from if present)"
+    )
+    parser.add_argument("--out", default=None, help=out_help)
+    args = parser.parse_args(argv)
+    args.data = args.data or default_sources()
+    return args

@@ -15,7 +15,6 @@ small JSON of where the run stands. ``--data`` takes three files of your own.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -26,7 +25,7 @@ import numpy as np
 from mindspore import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import VOCAB, default_sources, render, tokens
+from _data import VOCAB, parse_run_arguments, render, tokens
 
 import sjsonl
 from sjsonl.mindspore import to_generator_dataset
@@ -76,27 +75,13 @@ def digest(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--data", nargs=3, metavar="JSONL", help="three sources (default: generated samples)")
-    parser.add_argument("--steps", type=int, default=300, help="optimizer steps in all (default: 300)")
-    parser.add_argument(
-        "--stop-after", type=int, default=None, help="stop after this step and save a checkpoint"
-    )
-    parser.add_argument(
-        "--checkpoint", default=None, help="directory of the checkpoint (resumed from if present)"
-    )
-    parser.add_argument(
-        "--out", default=None, help="write the losses and the records trained on as JSON here"
-    )
-    args = parser.parse_args(argv)
+    args = parse_run_arguments(__doc__, 300, "write the losses and the records trained on as JSON here", argv)
     # Graph mode: MindSpore 2.10's PyNative reshape fails under numpy 2 ("Numpy init failed").
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")
     ms.set_seed(0)
 
-    data = mixture(args.data or default_sources())
+    data = mixture(args.data)
     steps_per_epoch = len(data) // BATCH
     net = NextByte()
     train = nn.TrainOneStepCell(net, nn.Adam(net.trainable_params(), learning_rate=3e-3))

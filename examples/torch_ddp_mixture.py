@@ -15,11 +15,11 @@ far, so the losses after a restart are the same numbers as those of a run that n
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
 import sys
+from argparse import Namespace
 
 import torch
 import torch.distributed as dist
@@ -29,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import SEQ_LEN, VOCAB, default_sources, render, tokens
+from _data import SEQ_LEN, VOCAB, parse_run_arguments, render, tokens
 
 import sjsonl
 from sjsonl.torch import DistributedSampler
@@ -67,7 +67,7 @@ def mixture(paths: list[str]) -> sjsonl.MixtureDataset:
     )
 
 
-def train(rank: int, args: argparse.Namespace, port: int) -> None:
+def train(rank: int, args: Namespace, port: int) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     torch.set_num_threads(1)
@@ -136,20 +136,7 @@ def train(rank: int, args: argparse.Namespace, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--data", nargs=3, metavar="JSONL", help="three sources (default: generated samples)")
-    parser.add_argument("--steps", type=int, default=160, help="optimizer steps in all (default: 160)")
-    parser.add_argument(
-        "--stop-after", type=int, default=None, help="stop after this step and save a checkpoint"
-    )
-    parser.add_argument(
-        "--checkpoint", default=None, help="directory of the checkpoint (resumed from if present)"
-    )
-    parser.add_argument("--out", default=None, help="write the losses as JSON here")
-    args = parser.parse_args(argv)
-    args.data = args.data or default_sources()
+    args = parse_run_arguments(__doc__, 160, "write the losses as JSON here", argv)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
