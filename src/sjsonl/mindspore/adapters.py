@@ -45,6 +45,7 @@ from ..schema import infer_schema as infer_record_schema
 from ..streaming import JSONLStream, buffer_shuffle
 from .batches import BatchSource
 from .columns import Schema, SchemaMismatchError, infer_schema
+from .early import EarlySource, EarlyStart, early_schema
 
 #: Rows the schema is inferred from by default: ``None``, every row (for a JSONLDataset computed once and
 #: cached beside the index, see :mod:`sjsonl.schema`), so no later row can break an epoch. An integer asks
@@ -287,7 +288,7 @@ def make_source(
     batch_size: int | None = None,
     drop_remainder: bool = False,
     **iter_options: Any,
-) -> MapSource | IterSource | BatchSource:
+) -> MapSource | IterSource | BatchSource | EarlySource:
     """The MindSpore source :func:`to_generator_dataset` builds: a :class:`MapSource` for random-access data,
     an :class:`IterSource` (also taking ``iter_options``: shuffle, seed, buffer_size) for streams, a
     :class:`~sjsonl.mindspore.batches.BatchSource` of whole batches with ``batch_size``.
@@ -299,6 +300,9 @@ def make_source(
     """
     if isinstance(data, Mapping):
         raise ArgumentTypeError("pass one split (a dataset), not a mapping of splits")
+    if isinstance(data, EarlyStart):
+        return _early_source(data, column_names, features, schema, infer_rows, num_shards, shard_id,
+                             batch_size, drop_remainder)  # fmt: skip
     if schema is None:
         schema = make_schema(data, features, infer_rows)
     if column_names is not None:
@@ -324,6 +328,32 @@ def make_source(
             return source
         return IterSource(_Empty(data), schema)
     return IterSource(data, schema, num_shards=num_shards, shard_id=shard_id, **iter_options)
+
+
+def _early_source(
+    early: EarlyStart,
+    column_names: Sequence[str] | None,
+    features: Mapping[str, Any] | None,
+    schema: Schema | None,
+    infer_rows: int | None,
+    num_shards: int | None,
+    shard_id: int | None,
+    batch_size: int | None,
+    drop_remainder: bool,
+) -> EarlySource:
+    """An early-started split's source: provisional column types now and, when every row's types were
+    asked for (``infer_rows=None``, no ``features``), their check on the background thread."""
+
+    names = [column_names] if isinstance(column_names, str) else column_names
+
+    def chosen(s: Schema) -> Schema:
+        return s.select(list(names)) if names is not None else s
+
+    provisional = chosen(schema if schema is not None else early_schema(early, features, infer_rows))
+    if schema is None and features is None and infer_rows is None:
+        early.check_schema(provisional, lambda ds: chosen(make_schema(ds)))
+    return EarlySource(early, provisional, num_shards=num_shards, shard_id=shard_id, batch_size=batch_size,
+                       drop_remainder=drop_remainder)  # fmt: skip
 
 
 def to_generator_dataset(
@@ -382,6 +412,8 @@ def to_generator_dataset(
     """
     msd = require("mindspore.dataset", "mindspore")
     num_shards, shard_id = _distributed_defaults(num_shards, shard_id)
+    if isinstance(ds, EarlyStart) and (shuffle or pad_shards):
+        ds = ds.dataset()  # a shuffled (or MindSpore-sharded) epoch needs the index: wait for it
     ms_shards = pad_shards and batch_size is None and _is_map_style(ds) and len(ds) > 0
     source = make_source(
         ds,
@@ -400,7 +432,7 @@ def to_generator_dataset(
     ms_shuffle: bool | None = shuffle
     if not ms_shards:  # the source took the shard
         num_shards = shard_id = None
-    if isinstance(source, (IterSource, BatchSource)):  # iterable: the source shuffles, MindSpore can't
+    if isinstance(source, (IterSource, BatchSource, EarlySource)):  # iterable: the source shuffles
         ms_shuffle = None
     elif not shuffle and ("sampler" in generator_kwargs or "batch_sampler" in generator_kwargs):
         ms_shuffle = None  # MindSpore refuses shuffle=False next to a sampler: the sampler decides the order

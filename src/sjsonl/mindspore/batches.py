@@ -70,10 +70,7 @@ class BatchSource:
         self.rows = len(range(self.first, len(data), self.step))  # this shard's records per epoch
         self._cursor = Cursor()
         self._active = False  # a pass has taken its first batch and not reached its end
-        self._padded = [c.ndim > 0 for c in schema.columns]
-        self.column_names = list(schema.column_names) + [
-            f"{c.name}_lengths" for c, pad in zip(schema.columns, self._padded) if pad
-        ]
+        self.column_names = batch_column_names(schema)
 
     @property
     def ds(self) -> Any:
@@ -115,26 +112,9 @@ class BatchSource:
             positions = np.arange(lo, min(lo + self.batch_size, self.rows), dtype=np.int64)
             rows = [self.schema.convert(r) for r in read_positions(self.data, mine.take(positions))]
             self._cursor.yielded += 1
-            yield self._columns(rows)
+            yield batch_columns(self.schema, rows)
         self._active = False
         self._cursor.set_epoch(epoch + 1)  # a whole pass: the next one reshuffles
-
-    def _columns(self, rows: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
-        out, lengths = [], []
-        for k, (column, padded) in enumerate(zip(self.schema.columns, self._padded)):
-            values = [r[k] for r in rows]
-            if not padded:
-                out.append(np.stack(values))
-                continue
-            shapes = np.array([v.shape for v in values], dtype=np.int64)
-            dtype = np.result_type(*values)  # strings: the longest one's width
-            batch = np.full((len(values), *shapes.max(axis=0)), _FILL[column.kind], dtype=dtype)
-            for i, v in enumerate(values):
-                where: tuple[int | slice, ...] = (i, *[slice(0, s) for s in v.shape])
-                batch[where] = v
-            out.append(batch)
-            lengths.append(shapes)
-        return (*out, *lengths)
 
     def state_dict(self) -> dict[str, Any]:
         """``{"epoch", "yielded"}`` plus the layout, checked on load. ``yielded`` counts the batches handed
@@ -169,3 +149,28 @@ class BatchSource:
             "num_shards": self.step,
             "shard_id": self.first,
         }
+
+
+def batch_column_names(schema: Schema) -> list[str]:
+    """The columns of a batch: the schema's, then ``<column>_lengths`` for each padded (list) column."""
+    return list(schema.column_names) + [f"{c.name}_lengths" for c in schema.columns if c.ndim > 0]
+
+
+def batch_columns(schema: Schema, rows: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """Converted ``rows`` as one batch: a stacked array per scalar column; per list column an array padded
+    to the batch's largest shape (with the column's fill), and at the end each list column's shapes."""
+    out, lengths = [], []
+    for k, column in enumerate(schema.columns):
+        values = [r[k] for r in rows]
+        if column.ndim == 0:
+            out.append(np.stack(values))
+            continue
+        shapes = np.array([v.shape for v in values], dtype=np.int64)
+        dtype = np.result_type(*values)  # strings: the longest one's width
+        batch = np.full((len(values), *shapes.max(axis=0)), _FILL[column.kind], dtype=dtype)
+        for i, v in enumerate(values):
+            where: tuple[int | slice, ...] = (i, *[slice(0, s) for s in v.shape])
+            batch[where] = v
+        out.append(batch)
+        lengths.append(shapes)
+    return (*out, *lengths)

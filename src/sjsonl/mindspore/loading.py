@@ -55,6 +55,7 @@ from ..errors import UnsupportedArgumentError, require
 from ..loading import is_jsonl_source
 from ..loading import load_dataset as load_jsonl
 from .adapters import DEFAULT_INFER_ROWS, to_generator_dataset
+from .early import early_splits
 
 
 def _mindnlp_structure(result: Any, split: Any, convert) -> Any:
@@ -100,6 +101,7 @@ def load_dataset(
     infer_rows: int | None = DEFAULT_INFER_ROWS,
     batch_size: int | None = None,
     drop_remainder: bool = False,
+    early_start: bool = False,
     hf_kwargs: Mapping[str, Any] | None = None,
     **config_kwargs: Any,
 ) -> Any:
@@ -108,7 +110,9 @@ def load_dataset(
     The first sixteen parameters are MindNLP's (🤗 ``datasets.load_dataset``'s); the keyword-only ones after
     ``storage_options`` are MindSpore's and go to :func:`~sjsonl.mindspore.to_generator_dataset`
     (``infer_rows``: sample that many rows for the column types instead of every row). ``**config_kwargs``
-    and ``hf_kwargs`` go to 🤗.
+    and ``hf_kwargs`` go to 🤗. ``early_start=True``: a JSON Lines split without an index yet starts
+    delivering rows at once, in file order, while its index is built in the background
+    (:mod:`sjsonl.mindspore.early`: the dataset is then iterable; ``shuffle=True`` waits for the index).
 
     Raises:
         TypeError: for keywords the JSON Lines path cannot honour (they are named).
@@ -152,17 +156,13 @@ def load_dataset(
                 "reads JSON Lines in place; for 🤗 JSON builder options call datasets.load_dataset(...) and "
                 "pass the result to sjsonl.mindspore.to_generator_dataset"
             )
-        result = load_jsonl(
-            path,
-            name,
-            data_dir,
-            data_files,
-            split,
-            streaming,
-            index_dir=cache_dir,
-            workers=num_proc,
+        load_args: dict[str, Any] = dict(
+            path=path, name=name, data_dir=data_dir, data_files=data_files, workers=num_proc,
             storage_options=storage_options,
-        )
+        )  # fmt: skip
+        result = early_splits(load_args, split, cache_dir) if early_start and not streaming else None
+        if result is None:
+            result = load_jsonl(**load_args, split=split, streaming=streaming, index_dir=cache_dir)
         return _mindnlp_structure(result, split, lambda ds: to_generator_dataset(ds, **to_ms))
 
     datasets = require("datasets", "hf")
