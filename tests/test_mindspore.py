@@ -224,3 +224,20 @@ def test_missing_mindspore_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "mindspore.dataset", None)  # what an uninstalled package looks like
     with pytest.raises(MissingDependencyError, match=r"sjsonl\[mindspore\]"):
         to_generator_dataset([{"a": 1}])
+
+
+def test_a_stream_takes_its_column_types_from_its_first_rows(tmp_path) -> None:
+    from sjsonl.mindspore import SchemaMismatchError
+    from sjsonl.mindspore.adapters import STREAM_SAMPLE_ROWS
+
+    n = STREAM_SAMPLE_ROWS + 50
+    path = tmp_path / "s.jsonl"
+    late = STREAM_SAMPLE_ROWS + 10  # past the sample: a float where the first rows had integers
+    path.write_text("".join(orjson.dumps({"n": 0.5 if i == late else i}).decode() + "\n" for i in range(n)))
+    stream = JSONLStream(path)
+    assert str(make_schema(stream)) == "Schema(n: int64)"  # no pass over the whole stream first
+    rows = iter(make_source(stream))
+    assert [int(next(rows)[0]) for _ in range(late)] == list(range(late))
+    with pytest.raises(SchemaMismatchError, match=r"0\.5"):
+        next(rows)
+    assert str(make_schema(JSONLDataset(path))) == "Schema(n: float64)"  # random access: every row

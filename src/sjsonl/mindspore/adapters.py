@@ -48,9 +48,13 @@ from .columns import Schema, SchemaMismatchError, infer_schema
 from .early import EarlySource, EarlyStart, early_schema
 
 #: Rows the schema is inferred from by default: ``None``, every row (for a JSONLDataset computed once and
-#: cached beside the index, see :mod:`sjsonl.schema`), so no later row can break an epoch. An integer asks
-#: for a sample: evenly spaced rows of random-access data, the first rows of a stream.
+#: cached beside the index, see :mod:`sjsonl.schema`), so no later row can break an epoch — except for a
+#: stream, which reads nothing ahead: its first :data:`STREAM_SAMPLE_ROWS` rows, as 🤗 streaming does. An
+#: integer asks for a sample: evenly spaced rows of random-access data, the first rows of a stream.
 DEFAULT_INFER_ROWS: int | None = None
+#: Rows of a stream the column types come from when ``infer_rows`` is None (a later row that breaks them
+#: raises a :class:`~sjsonl.mindspore.columns.SchemaMismatchError` naming it).
+STREAM_SAMPLE_ROWS = 1000
 #: Rows of a 🤗 dataset looked at for the columns its ``features`` leave open (or a stream without any).
 HF_SAMPLE_ROWS = 2000
 # What mindspore.dataset.config.get_seed() answers when set_seed was never called (std::mt19937's default).
@@ -99,8 +103,9 @@ def make_schema(
     """The schema :func:`to_generator_dataset` uses for ``data``: 🤗 ``features`` when given (a 🤗 dataset's
     own when ``features`` is None) fix the columns they type; the rest is inferred from every row — for a
     :class:`~sjsonl.dataset.JSONLDataset` by :func:`sjsonl.schema.infer_schema` (computed once, cached
-    with the index), for a stream or a list by one pass over it — or from ``infer_rows`` sampled rows when
-    asked (a 🤗 dataset: :data:`HF_SAMPLE_ROWS`, its Arrow types already hold for every row).
+    with the index), for a list by one pass over it — or from ``infer_rows`` sampled rows when asked (a
+    🤗 dataset: :data:`HF_SAMPLE_ROWS`, its Arrow types already hold for every row; a
+    :class:`~sjsonl.streaming.JSONLStream`: its first :data:`STREAM_SAMPLE_ROWS`).
 
     Example:
         >>> make_schema([{"a": 1}, {"a": 2.5}])
@@ -113,6 +118,8 @@ def make_schema(
         rows: Any = _sample_rows(data, _is_map_style(data), infer_rows)
     elif isinstance(data, JSONLDataset) and _reads_file_records(data):
         rows = infer_record_schema(data)  # every row of its files, computed once and cached with the index
+    elif isinstance(data, JSONLStream):
+        rows = _sample_rows(data, False, STREAM_SAMPLE_ROWS)  # a stream's first row comes without a pass
     elif kind is not None:
         # 🤗 data: Arrow already gives every row the features' types, so a sample only fills in what the
         # features leave open; a Hub stream without features may be unbounded, so it is sampled too.

@@ -9,7 +9,8 @@ order, and at the end of a streamed pass the count is checked against the index 
 meanwhile raises :class:`~sjsonl.errors.StaleDataError`). So time to first batch no longer grows with the
 file's size. A shuffled epoch needs the index for its order, so ``shuffle=True`` waits for it as usual.
 
-Column types: ``features=`` when given, else the first :data:`EARLY_SAMPLE_ROWS` rows (or ``infer_rows``)
+Column types: ``features=`` when given, else the first rows (``infer_rows``, or
+:data:`~sjsonl.mindspore.adapters.STREAM_SAMPLE_ROWS`)
 give *provisional* types. With ``infer_rows=None`` (the default: every row) the background thread then
 infers them from every row, as a normal open does (and caches them with the index); if they differ from the
 provisional ones the pass stops with a :class:`~sjsonl.mindspore.columns.SchemaMismatchError` saying so —
@@ -54,8 +55,6 @@ from ..loading import resolve_data_files
 from .batches import BatchSource, batch_column_names, batch_columns
 from .columns import Schema, SchemaMismatchError, infer_schema
 
-#: Rows the provisional column types of an early start come from, when ``infer_rows`` is None.
-EARLY_SAMPLE_ROWS = 1000
 _PLAIN_SPLIT = re.compile(r"[\w.-]+")
 
 
@@ -266,4 +265,6 @@ def early_splits(
 
 def early_schema(early: EarlyStart, features: Mapping[str, Any] | None, infer_rows: int | None) -> Schema:
     """Provisional column types from the first rows of the stream (``features`` fix the ones they name)."""
-    return infer_schema(list(islice(iter(early.stream), infer_rows or EARLY_SAMPLE_ROWS)), features)
+    from .adapters import STREAM_SAMPLE_ROWS
+
+    return infer_schema(list(islice(iter(early.stream), infer_rows or STREAM_SAMPLE_ROWS)), features)
