@@ -5,7 +5,8 @@ One small interface, :class:`Storage` — ``size``, ``read(start, end)`` and, wh
 
 - :class:`MappedFile` — a local uncompressed file, read through a memory map (the fast path);
 - :class:`LocalFile` — a local file read with ``pread`` (``mmap=False``; and under the decompressors);
-- :class:`~sjsonl.storage.compressed.GzipFile` — ``.gz``, random access through indexed_gzip seek points;
+- :class:`~sjsonl.storage.compressed.GzipFile` — ``.gz``, random access through indexed_gzip seek points
+  (the index build decompresses with rapidgzip when installed: :mod:`~sjsonl.storage.gzip_build`);
 - :class:`~sjsonl.storage.compressed.SeekableZstdFile` — ``.zst`` in the seekable zstd format;
 - :class:`~sjsonl.storage.bzip2.Bzip2File` — ``.bz2``, random access by bzip2 blocks (indexed_bzip2);
 - :class:`~sjsonl.storage.xz.XzFile` — ``.xz``, random access by xz blocks (python-xz);

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import DataFileError, StaleDataError, require
+from . import gzip_build
 from .base import DataStamp, read_sequentially
 from .local import LocalFile
 
@@ -149,9 +150,11 @@ class GzipFile(_PerProcessHandle):
     #: Reading through a gap costs decompressing it; a separate read costs half a spacing on average.
     coalesce_gap = GZIP_SPACING // 2
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, *, build_backend: str | None = None) -> None:
         self._igz = require("indexed_gzip", "compress")
         self.source, self.path = source, source.path
+        # who decompresses the index build (reads are always indexed_gzip's): see gzip_build
+        self.build_backend = gzip_build.build_backend(build_backend)
         self._state = None
         self._size: int | None = None  # decompressed size, once known
         self._seek_file: str | None = None  # seek points saved beside the index
@@ -181,9 +184,8 @@ class GzipFile(_PerProcessHandle):
         )
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
-        pinned = getattr(self.source, "pinned", None)
-        if not (pinned.stored if pinned is not None else self.source.stamp(fingerprint=False).size):
-            return None  # an empty file: no gzip stream to open (the size pinned, not the size now)
+        if not self._stored():
+            return None  # an empty file: no gzip stream to open
         handle = self._new_handle()
         points = self._inherited_points(inherited) if inherited is not None else None
         if points is None and self._seek_file is not None:
@@ -235,27 +237,12 @@ class GzipFile(_PerProcessHandle):
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
         """The decompressed data front to back; the pass also builds every seek point (kept for reads)."""
-        yield from super().chunks(chunk_bytes)
-        pos = self._seek_size = self._size
-        lock, handle = self._handle()
-        if handle is not None and pos:
-            try:
-                with lock:  # zran adds points up to where reads start; a seek to the end covers the rest
-                    handle.raw.seek(pos - 1)
-            except (OSError, ValueError) as exc:
-                raise self._failed(exc) from None
-            self._check_trailer(pos)
+        return gzip_build.build_pass(self, chunk_bytes)
 
-    def _check_trailer(self, size: int) -> None:
-        """Refuse a gzip file cut short (a partial download): zran reads it without complaint.
-
-        A complete file ends with its last member's length mod 2**32, which cannot exceed the total;
-        the last 4 bytes of a cut deflate stream are arbitrary, so they almost always do (unless the
-        data passes 4 GiB, where this check gives up)."""
-        stored = self.source.stamp(fingerprint=False).size
-        isize = int.from_bytes(self.source.read(stored - 4, stored), "little") if stored >= 4 else 0
-        if size < 2**32 and isize > size:
-            raise DataFileError(errno.EIO, f"{self.path} looks truncated: its gzip trailer is missing")
+    def _stored(self) -> int:
+        """The compressed size this storage reads: the size pinned, not the size now."""
+        pinned = getattr(self.source, "pinned", None)
+        return pinned.stored if pinned is not None else self.source.stamp(fingerprint=False).size
 
     # ---- seek points saved beside the index (called by the index layer)
     def export_seek_state(self, stamp: DataStamp, index_checksum: int = 0) -> bytes | None:
