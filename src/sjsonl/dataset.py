@@ -111,33 +111,54 @@ class JSONLDataset(Views):
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise InvalidArgumentError("JSONLDataset needs at least one file")
-        self._files = open_data_files(
-            paths,
-            field=field,
-            build_index_on_load=build_index_on_load,
-            index_dir=index_dir,
-            index_path=index_path,
-            workers=workers,
-            progress=progress,
-            storage_options=storage_options,
-            mmap=mmap,
-        )
+        if fields is not None and schema is not None:
+            raise InvalidArgumentError("give fields= or schema=, not both (a schema names its fields)")
+        self._transform = transform
+        self._decode: Callable[[Any], Any] | None = None  # a partial or typed decoder (sjsonl.fields)
+        if fields is not None or schema is not None:
+            self._decode = FieldProjection(fields, missing) if fields is not None else TypedDecoder(schema)  # type: ignore[arg-type]
+        self._opening: tuple[list, str, dict[str, Any]] = (paths, check_policy(on_bad_lines), dict(
+            field=field, build_index_on_load=build_index_on_load, index_dir=index_dir, index_path=index_path,
+            workers=workers, progress=progress, storage_options=storage_options, mmap=mmap,
+        ))  # fmt: skip
+        self._open()
+
+    def _open(self) -> None:
+        paths, policy, options = self._opening
+        self._files = open_data_files(paths, **options)
         self._bounds = np.cumsum([0] + [len(f) for f in self._files], dtype=np.int64)
         self._single = self._files[0] if len(self._files) == 1 else None
         self._order: IndexMap | None = None
         self._len = int(self._bounds[-1])
-        self._transform = transform
-        self._decode: Callable[[Any], Any] | None = None  # a partial or typed decoder (sjsonl.fields)
-        self._plain = self._single is not None and transform is None
+        self._plain = self._single is not None and self._transform is None and self._decode is None
         self._hot: tuple | None = None  # per-process read state (see IndexedFile.hot_state)
-        if fields is not None and schema is not None:
-            raise InvalidArgumentError("give fields= or schema=, not both (a schema names its fields)")
-        if fields is not None or schema is not None:
-            self._decode = FieldProjection(fields, missing) if fields is not None else TypedDecoder(schema)  # type: ignore[arg-type]
-            self._plain = False
         self.bad_lines: list[BadLine] = []
-        if check_policy(on_bad_lines) != "error":
-            self._skip_bad_lines(on_bad_lines, workers, progress)
+        if policy != "error":
+            self._skip_bad_lines(policy, options["workers"], options["progress"])
+
+    def refresh(self) -> JSONLDataset:
+        """See the records appended to the files since they were opened; returns the dataset itself.
+
+        Each file's index is brought up to date as on a reopen: a file that only grew has just its new
+        bytes scanned and its index extended (:mod:`sjsonl.index.append`), any other change rebuilds it.
+        Views made before keep the records they were made from; make them again from the refreshed
+        dataset (a view itself cannot be refreshed).
+
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "log.jsonl")
+            >>> _ = open(path, "w").write('{"step": 1}\\n')
+            >>> ds = JSONLDataset(path)
+            >>> _ = open(path, "a").write('{"step": 2}\\n')
+            >>> len(ds), len(ds.refresh()), ds[-1]
+            (1, 2, {'step': 2})
+        """
+        if self._order is not None and not isinstance(self._order, SkipMap):
+            raise InvalidArgumentError(
+                f"{self._name()} cannot be refreshed: refresh the dataset it came from, then make it again"
+            )
+        self._open()
+        return self
 
     def _skip_bad_lines(self, policy: str, workers: int | None, progress: bool | None) -> None:
         for f, lo in zip(self._files, self._bounds.tolist()):

@@ -22,6 +22,7 @@ import numpy as np
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
 from ..storage import DataStamp, LocalFile, Storage, is_url
+from .append import extend_grown_index
 from .elements import NotADocument, field_of, scan_elements
 from .scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from .store import (
@@ -260,6 +261,10 @@ def load_or_build_index(
     index_dir = index_dir_from_env(index_dir)
     refuse_data_file_as_index(storage.path, index_path, index_dir)
     found, problems = find_index(storage, index_dir=index_dir, index_path=index_path, layouts=layouts)
+    if found is None and build and layouts[0] == "" and any("appended to" in p for p in problems):
+        found = extend_grown_index(  # only the appended bytes are scanned
+            storage, index_dir=index_dir, index_path=index_path, workers=workers, progress=progress
+        )
     if found is None:
         found = _build(storage, problems, build, index_dir, index_path, workers, progress, layouts[0])
     storage.pin(found.stamp)

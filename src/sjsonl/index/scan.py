@@ -254,10 +254,13 @@ def scan_file(
     workers: int | None = None,
     on_progress: Callable[[int], None] | None = None,
     chunk_bytes: int = FILE_CHUNK_BYTES,
+    start: int = 0,
 ) -> np.ndarray:
     """:func:`scan_record_starts` over the first ``size`` bytes of the open file ``fd``, read with
     ``pread`` (never mapped, so truncation during the scan cannot crash the process). Raises
-    :class:`DataChangedWhileScanning` if the file turns out shorter than ``size``.
+    :class:`DataChangedWhileScanning` if the file turns out shorter than ``size``. ``start``: scan only
+    ``[start, size)`` — the record starts after it (the line that begins at ``start`` counts only if
+    ``start`` is 0 or follows a newline).
 
     Example:
         >>> import os, tempfile
@@ -269,7 +272,7 @@ def scan_file(
         >>> os.close(fd)
     """
     chunks = _FileChunks(fd, size, chunk_bytes)
-    return _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes)
+    return _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes, start)
 
 
 def _scan_parallel(
@@ -279,12 +282,13 @@ def _scan_parallel(
     workers: int | None,
     on_progress: Callable[[int], None] | None,
     chunk_bytes: int,
+    start: int = 0,
 ) -> np.ndarray:
     dtype = offset_dtype(size)
-    if size == 0:
+    if size <= start:
         return np.empty(0, dtype=dtype)
     scanner = _ChunkScanner(peek, size, dtype, chunk_bytes, load)
-    chunks = [(lo, min(lo + chunk_bytes, size)) for lo in range(0, size, chunk_bytes)]
+    chunks = [(lo, min(lo + chunk_bytes, size)) for lo in range(start, size, chunk_bytes)]
     workers = min(workers or default_workers(), len(chunks))
     parts = []
     if workers == 1:
