@@ -158,3 +158,29 @@ def test_offsets_of_a_grown_file_keep_their_dtype_rule(tmp_path):
     offsets = extend_grown_index(open_storage(str(path))).offsets
     assert offsets.dtype == np.dtype(np.uint16) and offsets.dtype == build_offsets(LocalFile(path))[0].dtype
     assert os.path.getsize(path) < 2**16
+
+
+def test_the_index_file_is_extended_in_place_and_mapped_readers_keep_reading(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(lines(0, 200), encoding="utf-8")
+    old = JSONLDataset(path)  # maps the index as it is now
+    index = old.index_paths[0]
+    inode = os.stat(index).st_ino
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(lines(200, 20))
+    new = JSONLDataset(path)
+    assert os.stat(index).st_ino == inode  # the same file, grown: only the new offsets were written
+    assert read_index(index).offsets.tolist() == full_build(path)
+    assert [r["i"] for r in old] == list(range(200)) and [r["i"] for r in new] == list(range(220))
+
+
+def test_wider_offsets_or_a_longer_header_rewrite_the_index_atomically(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(lines(0, 9), encoding="utf-8")  # < 256 bytes: uint8 offsets
+    index = JSONLDataset(path).index_paths[0]
+    inode = os.stat(index).st_ino
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(lines(9, 20))  # past 255 bytes: uint16
+    assert JSONLDataset(path, build_index_on_load=True)[-1]["i"] == 28
+    assert os.stat(index).st_ino != inode and read_index(index).offsets.dtype == np.uint16
+    assert read_index(index).offsets.tolist() == full_build(path)

@@ -4,7 +4,9 @@ The index of ``data.jsonl`` is ``data.index.npy`` beside it: ONE file that ``np.
 1-D array of record start offsets, followed by a trailer ``np.load`` ignores — the metadata (the data's
 size, mtime and head/tail fingerprint, the record count, the dtype, a CRC-32 of the offsets) as JSON, its
 length and a magic tag. Offsets and metadata are one unit, written with one atomic ``os.replace``: a reader
-can never pair offsets of one version with metadata of another.
+can never pair offsets of one version with metadata of another. (The index of a file that only grew is
+extended in place instead, :mod:`sjsonl.index.append`: the new offsets, then the trailer, then the header,
+so a reader that opens it part way through finds counts and a CRC-32 that disagree, and rebuilds.)
 
 A reader verifies before use (:func:`read_index`): the trailer parses; the array header is a 1-D
 little-endian unsigned array of exactly the recorded length, and header + array + trailer is exactly the
@@ -325,10 +327,19 @@ def _verify(offsets: np.ndarray, meta: IndexMeta, path: str) -> None:
         raise _fail(path, "points past the end of its data")
 
 
-def meta_of(offsets: np.ndarray, stamp: DataStamp, data_path: str, layout: str = "") -> IndexMeta:
+def meta_of(
+    offsets: np.ndarray,
+    stamp: DataStamp,
+    data_path: str,
+    layout: str = "",
+    *,
+    crc_of: tuple[int, int] = (0, 0),
+) -> IndexMeta:
     """The metadata to write with ``offsets`` (record count, dtype, CRC-32) for data ``stamp``; ``layout``
-    says what they start ("": lines; see :mod:`sjsonl.index.elements`)."""
-    checksum = zlib.crc32(np.ascontiguousarray(offsets).data.cast("B"))
+    says what they start ("": lines; see :mod:`sjsonl.index.elements`). ``crc_of=(k, crc)``: ``crc`` is
+    already the CRC-32 of the first ``k`` offsets (an extended index), so only the rest is hashed."""
+    known, checksum = crc_of
+    checksum = zlib.crc32(np.ascontiguousarray(offsets[known:]).data.cast("B"), checksum)
     return IndexMeta(stamp, len(offsets), str(offsets.dtype), data_path, checksum, layout=layout)
 
 

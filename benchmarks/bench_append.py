@@ -1,0 +1,96 @@
+"""Incremental append: reopening a file that grew by 1% vs building its index from scratch.
+
+A private copy of each benchmark corpus (1 GiB long records, 256 MiB short ones; ``--quick``: 64 MiB
+short) gets 1% appended (its own first records again); reopening it (``JSONLDataset(path)``) extends the
+index — the tail scanned, the index file rewritten — where a full build scans every byte. Each run starts
+from the copy cut back to its original size with a current index; the full build runs into an empty index
+directory. Both write and fsync the index file. After the timed runs the extended offsets are checked
+against a full build.
+
+    python benchmarks/bench_append.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import corpus, markdown_table
+
+from sjsonl import JSONLDataset
+
+COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
+RUNS = 5
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _one(kind: str, n_bytes: int, work: str) -> list[dict]:
+    source = str(corpus(kind, n_bytes))
+    path = os.path.join(work, f"{kind}.jsonl")
+    shutil.copyfile(source, path)
+    base = os.path.getsize(path)
+    with open(source, "rb") as f:  # 1% more, cut at a record boundary
+        extra = f.read(base // 100)
+    extra = extra[: extra.rindex(b"\n") + 1]
+    index_dir = os.path.join(work, f"idx-{kind}")
+
+    def fresh_build() -> None:
+        shutil.rmtree(index_dir, ignore_errors=True)
+        JSONLDataset(path, index_dir=index_dir)
+
+    full = []
+    for _ in range(RUNS):
+        shutil.rmtree(index_dir, ignore_errors=True)
+        full.append(_timed(lambda: JSONLDataset(path, index_dir=index_dir)))
+    grown = []
+    for _ in range(RUNS):
+        os.truncate(path, base)  # our own copy: back to the indexed size, with a current index
+        fresh_build()
+        with open(path, "ab") as f:
+            f.write(extra)
+        grown.append(_timed(lambda: JSONLDataset(path, index_dir=index_dir)))
+    extended = JSONLDataset(path, index_dir=index_dir, build_index_on_load=False)
+    reference = JSONLDataset(path, index_dir=os.path.join(work, f"ref-{kind}"))
+    assert (extended._files[0].offsets == reference._files[0].offsets).all(), "extended != full build"
+    t_full, t_grown = statistics.median(full), statistics.median(grown)
+    size = f"{base >> 20} MiB + {len(extra) >> 10} KiB, {len(reference):,} records"
+    title = f"reopen after a 1% append, {kind} records"
+    return [
+        {"benchmark": title, "variant": "full index build (baseline)", "median": f"{t_full * 1e3:.1f} ms",
+         "ratio": "100%", "note": f"{size}; {RUNS} runs"},
+        {"benchmark": title, "variant": "sjsonl: index extended", "median": f"{t_grown * 1e3:.1f} ms",
+         "ratio": f"{100 * t_grown / t_full:.1f}% of a full build", "note": f"{size}; {RUNS} runs"},
+    ]  # fmt: skip
+
+
+def run(quick: bool = False) -> list[dict]:
+    work = tempfile.mkdtemp(prefix="sjsonl-bench-append-")
+    try:
+        if quick:
+            return _one("short", 64 << 20, work)
+        return _one("long", 1024 << 20, work) + _one("short", 256 << 20, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="a 64 MiB corpus only")
+    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+
+
+if __name__ == "__main__":
+    main()
