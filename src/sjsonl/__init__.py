@@ -23,6 +23,7 @@ background prefetch (:mod:`sjsonl.prefetch`) work on any of the datasets.
 """
 
 from .batching import BatchedDataset
+from .corpus_index import build_indexes
 from .dataset import JSONLDataset
 from .errors import (
     DataFileError,
@@ -54,6 +55,7 @@ __all__ = [
     "StaleDataError",
     "StaleIndexError",
     "__version__",
+    "build_indexes",
     "concatenate_datasets",
     "interleave_datasets",
     "load_dataset",

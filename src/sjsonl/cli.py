@@ -35,7 +35,8 @@ from .cli_commands import (
     plural,
 )
 from .cli_stats import run_stats, run_verify
-from .errors import SJSONLError
+from .errors import InvalidArgumentError, SJSONLError
+from .executors import ExecutorSpec, parse_executor
 
 # clean, error, human_bytes and plural live in sjsonl.cli_commands; re-exported for existing callers
 __all__ = ["EXIT_SIGPIPE", "build_parser", "clean", "error", "human_bytes", "main", "plural"]
@@ -60,6 +61,14 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer (1 or more), got {value}")
     return value
+
+
+def executor_arg(text: str) -> ExecutorSpec:
+    """argparse type: an executor name (see :mod:`sjsonl.executors`)."""
+    try:
+        return parse_executor(text)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def index_dir_arg(text: str) -> str:
@@ -144,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
         "build the index of each file (and save it)",
         "index a.jsonl b.jsonl",
         "index --check a.jsonl",
+        "index --executor dask-local:4 shards/*.jsonl",
+        "index --executor dask://scheduler:8786 --index-dir /shared/indexes /shared/data/*.jsonl",
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--check", action="store_true", help="also verify that every record is valid JSON")
@@ -153,6 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="parse every record: error (exit 1 if any is bad, as --check), skip (report the count) or warn "
         "(each bad line on stderr); skip and warn exit 0 (default: records are not parsed)",
+    )
+    p.add_argument(
+        "--executor",
+        type=executor_arg,
+        default=None,
+        metavar="EXECUTOR",
+        help="one task per file on processes[:N] (this machine), dask-local[:N] (a local Dask cluster of N "
+        "worker processes) or dask://HOST:PORT (a running Dask scheduler; workers must see the files and "
+        "--index-dir at the same paths); Dask needs pip install 'sjsonl[cluster]'. With local processes "
+        "--workers defaults to the cores divided among them (default: one file after another here)",
     )
     workers(p)
     progress(p)

@@ -8,21 +8,22 @@ the handling of errors, Ctrl-C and a closed stdout live in :mod:`sjsonl.cli`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import errors
+from .corpus_index import IndexReport, index_files
 from .dataset import JSONLDataset
-from .errors import SJSONLError, out_of_range
+from .errors import out_of_range
+from .executors import ExecutorSpec, open_executor
 from .index import find_index
-from .indexer import JSONLIndexer
 from .storage import open_storage
 
 _POSITION = re.compile(r":? line \d+ column \d+ \(char (\d+)\)")
@@ -88,47 +89,51 @@ def _emit(records: Iterable[Any], pretty: bool = False) -> None:
         sys.stdout.write(json.dumps(rec, indent=2 if pretty else None, ensure_ascii=False) + "\n")
 
 
-def index_one(path: str, args: argparse.Namespace) -> None:
-    """Build and save the index of ``path`` and print one line about it; with ``--on-bad-lines skip`` or
-    ``warn`` also count (warn: print) the bad lines. Raises on failure (``error``: any bad line)."""
-    policy = "error" if args.check else args.on_bad_lines
-    kw = {"workers": args.workers, "progress": args.progress, "index_dir": args.index_dir}
-    indexer = JSONLIndexer(path, check=policy == "error", **kw)
-    t0 = time.perf_counter()
-    indexer.populate_index()
-    out = indexer.write_index_to_disk()
-    secs = time.perf_counter() - t0
-    size = indexer.stamp.size if indexer.stamp else 0
+def print_index_report(report: IndexReport, policy: str | None) -> None:
+    """One line about an indexed file; with ``--on-bad-lines skip`` or ``warn`` its bad-line count (warn:
+    each bad line on stderr first)."""
     note = ""
-    if policy in ("skip", "warn"):
-        ds = JSONLDataset(path, on_bad_lines="skip", **kw)  # "skip": the warnings are printed here, each
+    if policy in ("skip", "warn") and report.bad_lines is not None:
         if policy == "warn":
-            for b in ds.bad_lines:
-                print(f"sjsonl: warning: {clean(b)}", file=sys.stderr)
-        note = f" ({plural(len(ds.bad_lines), 'bad line')} skipped)" if ds.bad_lines else " (no bad lines)"
+            for message in report.bad_line_messages:
+                print(f"sjsonl: warning: {clean(message)}", file=sys.stderr)
+        skipped = f" ({plural(report.bad_lines, 'bad line')} skipped)"
+        note = skipped if report.bad_lines else " (no bad lines)"
+    secs, size = report.seconds, report.nbytes
     rate = f", {human_bytes(size / secs)}/s" if secs >= 0.1 else ""
     print(
-        f"{indexer.path}: {plural(len(indexer), 'record')}{note}, "
-        f"{human_bytes(size)} in {human_secs(secs)}{rate} -> {out}"
+        f"{report.path}: {plural(report.records, 'record')}{note}, "
+        f"{human_bytes(size)} in {human_secs(secs)}{rate} -> {report.index_path}"
     )
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    """``sjsonl index``: build and save each file's index; go on past a failing file, exit 1 at the end."""
+    """``sjsonl index``: build and save each file's index — here, or one task per file on
+    ``--executor`` — and print a line as each finishes; go on past a failing file, exit 1 at the end."""
     if args.check and args.on_bad_lines not in (None, "error"):
         error(f"--check is --on-bad-lines error; it cannot go with --on-bad-lines {args.on_bad_lines}")
         return 2
-    failed = 0
-    for path in args.files:
-        try:
-            index_one(path, args)
-        except BrokenPipeError:
-            raise
-        except (SJSONLError, OSError) as exc:
-            error(exc)
+    policy = "error" if args.check else args.on_bad_lines
+    spec: ExecutorSpec | None = args.executor
+    workers = args.workers
+    if workers is None and spec is not None and spec.local_processes:
+        # processes on this machine share its cores: all of them scanning with every core oversubscribes
+        workers = max(1, (os.cpu_count() or 1) // spec.local_processes)
+    task = {"index_dir": args.index_dir, "workers": workers, "rebuild": True, "on_bad_lines": policy}
+    failed = total = 0
+    with open_executor(spec) if spec is not None else contextlib.nullcontext() as executor:
+        for path, got in index_files(args.files, executor=executor, progress=args.progress, **task):
+            total += 1
+            if isinstance(got, IndexReport):
+                print_index_report(got, policy)
+                continue
+            if isinstance(got, BrokenPipeError):
+                raise got
+            message = str(got) or type(got).__name__
+            error(message if path in message else f"{path}: {message}")  # an executor's error may not say
             failed += 1
-    if failed and len(args.files) > 1:
-        error(f"{failed} of {len(args.files)} files failed")
+    if failed and total > 1:
+        error(f"{failed} of {total} files failed")
     return 1 if failed else 0
 
 
