@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, get_task_stream
 
 from sjsonl import JSONLDataset, build_indexes
 from sjsonl.corpus_index import IndexBuildError, IndexReport, index_files
@@ -129,6 +129,17 @@ def test_dask_cluster_finds_bad_lines(client, tmp_path):
             [bad, files[0]], executor=client.get_executor(), index_dir=index_dir, on_bad_lines="error"
         )
     assert list(caught.value.failures) == [str(bad)] and f"{bad}:2:" in str(caught.value)
+
+
+def test_dataset_builds_its_missing_indexes_on_the_cluster(client, tmp_path):
+    files, expected = write_corpus(tmp_path / "data")
+    index_dir = tmp_path / "indexes"
+    with get_task_stream(client) as stream:
+        ds = JSONLDataset(files, index_dir=index_dir, executor=client.get_executor())
+    tasks = [t for t in stream.data if str(t["key"]).startswith("index_file")]
+    assert len(tasks) == len(files)  # one task per file ran on the workers
+    assert list(ds) == [r for f in files for r in expected[f]]
+    assert all(Path(p).parent == index_dir for p in ds.index_paths)
 
 
 def test_process_pool_build_equals_local_build(tmp_path):

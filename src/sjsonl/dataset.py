@@ -18,6 +18,7 @@ import itertools
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any, Union
 
@@ -76,6 +77,9 @@ class JSONLDataset(Views):
             lacks. See :mod:`sjsonl.fields`.
         schema: decode every record as this type (a ``msgspec.Struct``, dataclass or ``TypedDict``),
             validated while decoding; a mismatch raises, naming the file, line and field.
+        executor: build the missing indexes first, one task per file on this
+            :class:`concurrent.futures.Executor` (a process pool, a Dask ``client.get_executor()``): see
+            :func:`sjsonl.build_indexes`, which this calls with ``index_dir``, ``workers`` and the rest.
 
     ``ds[i]`` accepts Python and numpy integers (negative count from the end); slices and integer
     lists/arrays return lists. Every call returns a fresh object. Datasets pickle by path and remap the
@@ -107,10 +111,18 @@ class JSONLDataset(Views):
         fields: Sequence[str | tuple[str, ...]] | None = None,
         missing: str = "absent",
         schema: type | None = None,
+        executor: Executor | None = None,
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise InvalidArgumentError("JSONLDataset needs at least one file")
+        if executor is not None and build_index_on_load:
+            if index_path is not None:
+                raise InvalidArgumentError("executor= builds indexes in index_dir; it cannot use index_path")
+            from .corpus_index import build_indexes  # (it imports this module)
+
+            build_indexes(paths, executor=executor, index_dir=index_dir, workers=workers, progress=progress,
+                          field=field, storage_options=storage_options)  # fmt: skip
         if fields is not None and schema is not None:
             raise InvalidArgumentError("give fields= or schema=, not both (a schema names its fields)")
         self._transform = transform
