@@ -1,6 +1,6 @@
 """Run every benchmark and print one markdown report (the README's tables come from here).
 
-    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,gzip,pipeline,decode]
+    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,gzip,pipeline,cold,decode]
                              [--out benchmarks/results.md]
 
 Medians of repeated runs; every ratio is against a baseline measured in the same run.
@@ -25,6 +25,7 @@ SUITES = {
     "storage": ("bench_storage", "Compressed (.gz, seekable .zst) and remote (S3 via moto) vs local"),
     "gzip": ("bench_gzip", "gzip backends: rapidgzip vs indexed_gzip (index build, random access, reopen)"),
     "pipeline": ("bench_pipeline", "Mixtures, and background prefetch on a storage with 5 ms latency"),
+    "cold": ("bench_cold", "Cold page cache: random ds[i], shuffled passes, read-ahead, block shuffle"),
     "decode": ("bench_decode", "Partial (fields=) and typed (schema=) decoding vs a full parse"),
 }
 

@@ -27,6 +27,7 @@ from .decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, loads
 from .errors import IndexFileError, RecordDecodeError, RecordFieldError, SJSONLError, StaleDataError
 from .index import line_number_at, load_or_build_index
 from .index.store import read_index
+from .readahead import read_many_ahead, spans_ahead
 from .storage import Storage, byte_view, open_storage
 
 _TRAILING_WS = b" \t\r\n"
@@ -88,6 +89,8 @@ class IndexedFile:
     :func:`sjsonl.storage.open_storage`); ``storage_options`` go to fsspec for URLs. The storage is
     pinned to the version of the data the index describes, for this object's life and in its copies.
     """
+
+    readahead = 0  # records whose pages are hinted ahead of the reads (set on copies: sjsonl.readahead)
 
     def __init__(
         self,
@@ -264,7 +267,7 @@ class IndexedFile:
         starts, ends = self._spans_at(indices)
         if getattr(self.storage, "buffer", None) is not None:
             check_mapped(self.storage)
-            return list(self.decode_spans(zip(starts, ends), decode))
+            return list(self.decode_spans(spans_ahead(self, starts, ends), decode))
         return self._read_and_decode(starts, ends, decode)
 
     def iter_at(self, indices: np.ndarray, decode: Decoder | None = None) -> Iterator[Any]:
@@ -277,7 +280,7 @@ class IndexedFile:
             return iter(self.records_at(indices, decode))  # batched reads pay off more than laziness
         check_mapped(self.storage)
         starts, ends = self._spans_at(indices)
-        return self.decode_spans(zip(starts, ends), decode)
+        return self.decode_spans(spans_ahead(self, starts, ends), decode)
 
     def _read_and_decode(self, starts: list[int], ends: list[int], decode: Decoder | None) -> list[Any]:
         """Records at these spans with few reads: in file order, spans closer than the storage's
@@ -292,7 +295,7 @@ class IndexedFile:
             else:
                 runs.append([start, end, [k]])
         out: list[Any] = [None] * len(starts)
-        blobs = self.storage.read_many([(lo, hi) for lo, hi, _ in runs])
+        blobs = read_many_ahead(self, [(lo, hi) for lo, hi, _ in runs])
         for (lo, _hi, members), blob in zip(runs, blobs):
             spans = [(starts[k] - lo, ends[k] - lo) for k in members]
             for k, rec in zip(members, self.decode_spans(spans, decode, buf=blob, base=lo)):

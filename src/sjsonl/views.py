@@ -65,6 +65,50 @@ class Views:
 
         return self._view(ComposedMap(self._base_map(), Permutation(self._len, seed=seed, epoch=epoch)))
 
+    def block_shuffle(
+        self: V, seed: int = 0, epoch: int = 0, *, block_size: int = 256, window: int = 64
+    ) -> V:
+        """A view in a block-shuffled order for slow storage: blocks of ``block_size`` consecutive records
+        in an exact random order, records exactly shuffled within each window of ``window`` blocks, so a
+        pass reads sequential runs of ``block_size`` records. O(1) memory; keyed by ``(seed, epoch)``.
+
+        Neighbours in the file stay near each other (within ``block_size·window`` positions, with
+        probability ``(block_size-1)/block_size``): see :mod:`sjsonl.sampling.block` for the measured
+        quality, and prefer :meth:`shuffle` when the data is on a local disk.
+
+        Example:
+            >>> import os, tempfile
+            >>> from sjsonl import JSONLDataset
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write("".join(f"{i}\\n" for i in range(12)))
+            >>> view = JSONLDataset(path).block_shuffle(seed=1, block_size=4, window=2)
+            >>> sorted(view) == list(range(12)), len(view)
+            (True, 12)
+        """
+        from .sampling.block import BlockShuffle
+
+        order = BlockShuffle(self._len, block_size, window, seed=seed, epoch=epoch)
+        return self._view(ComposedMap(self._base_map(), order))
+
+    def readahead(self: V, records: int = 1024) -> V:
+        """A copy that hints the kernel about the pages of the next ``records`` records while it iterates
+        an order or reads a batch — for data that is not in the page cache (larger than RAM, or just
+        cold). The records and their order are exactly those without it; ``records=0`` turns it off.
+        Local files only (other storages read as before). See :mod:`sjsonl.readahead`.
+
+        Example:
+            >>> import os, tempfile
+            >>> from sjsonl import JSONLDataset
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write("".join(f"{i}\\n" for i in range(10)))
+            >>> ds = JSONLDataset(path)
+            >>> list(ds.readahead(4).shuffle(seed=2)) == list(ds.shuffle(seed=2))
+            True
+        """
+        from .readahead import with_readahead
+
+        return with_readahead(self, records)
+
     def select(self: V, indices: Sequence[int] | np.ndarray) -> V:
         """A view of the records at ``indices`` (positions in this dataset), in that order."""
         sel = ArrayMap(indices)

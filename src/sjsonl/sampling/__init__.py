@@ -9,12 +9,14 @@ Example:
     [0, 1, 2, 3, 4, 5, 6, 7]
 """
 
+from .block import BlockShuffle
 from .distributed import Cursor, PaddedMap, epoch_order, iter_blocks, per_rank, shard_order
 from .maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, SkipMap
 from .permutation import Permutation
 
 __all__ = [
     "ArrayMap",
+    "BlockShuffle",
     "ComposedMap",
     "Cursor",
     "IdentityMap",
