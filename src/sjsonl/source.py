@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -104,19 +105,24 @@ class IndexedFile:
         storage_options: dict[str, Any] | None = None,
         mmap: bool = True,
         layouts: Callable[[Storage], tuple[str, ...]] | None = None,
+        defer_verify: bool = False,
     ) -> None:
         self.storage = open_storage(path, storage_options, mmap=mmap)
-        loaded = load_or_build_index(
-            self.storage,
-            build=build_index_on_load,
+        self._index_args: dict[str, Any] = dict(  # for a rebuild, should a deferred check fail
             index_dir=None if index_dir is None else os.fspath(index_dir),
             index_path=None if index_path is None else os.fspath(index_path),
             workers=workers,
             progress=progress,
             layouts=("",) if layouts is None else layouts(self.storage),
         )
+        loaded = load_or_build_index(
+            self.storage, build=build_index_on_load, defer_verify=defer_verify, **self._index_args
+        )
         self.layout = loaded.layout  # "": lines; else the elements of a JSON document (sjsonl.document)
-        self._offsets: np.ndarray | None = loaded.offsets
+        self.index_origin = loaded.origin  # "found", "extended" (after an append) or "built"
+        # An index whose O(records) checks were deferred is mapped and checked on first use (.offsets)
+        self._deferred = not loaded.verified
+        self._offsets: np.ndarray | None = None if self._deferred else loaded.offsets
         self.index_path = loaded.path
         self.checksum = loaded.checksum
         self.bad_records = np.zeros(0, dtype=np.int64)  # left out under on_bad_lines="skip"
@@ -304,26 +310,43 @@ class IndexedFile:
 
     @property
     def offsets(self) -> np.ndarray:
-        """Record start offsets (in a copy from another process: mapped from the index file on first use,
-        after checking it is the very index the original used)."""
+        """Record start offsets — in a copy from another process, or when the checks were deferred (a
+        dataset of many files), mapped from the index file on first use and checked: it must be the very
+        index this object was opened with, or that index extended in place after an append."""
         offsets = self._offsets
         if offsets is None:
-            offsets = self._offsets = self._load_pickled_index()
+            offsets = self._offsets = self._map_index()
         return offsets
 
-    def _load_pickled_index(self) -> np.ndarray:
+    def _map_index(self) -> np.ndarray:
         assert self.index_path is not None
         try:
             found = read_index(self.index_path)
-        except (OSError, IndexFileError) as exc:
+        except IndexFileError as exc:
+            if self._deferred:  # this process opened it: rebuilt as an open would have
+                return self._rebuild(exc)
+            raise StaleDataError(f"index of {self.path} is unusable in this process: {exc}") from None
+        except OSError as exc:
             raise StaleDataError(f"index of {self.path} is gone or unusable in this process: {exc}") from None
-        meta = found.meta
-        if meta.stamp != self.stamp or meta.records != self.n or meta.checksum != self.checksum:
+        meta, offsets = found.meta, found.offsets
+        if (meta.stamp, meta.records, meta.checksum) == (self.stamp, self.n, self.checksum):
+            return offsets
+        if meta.records > self.n and zlib.crc32(offsets[: self.n].data.cast("B")) == self.checksum:
+            return offsets[: self.n]  # extended in place after an append: this object's records come first
+        raise StaleDataError(
+            f"index {self.index_path} was rebuilt after this dataset was opened (the data changed); "
+            "reopen the dataset"
+        )
+
+    def _rebuild(self, why: IndexFileError) -> np.ndarray:
+        """The index failed its deferred checks: build it again; it must describe what this object counted."""
+        loaded = load_or_build_index(self.storage, **self._index_args)
+        if loaded.stamp != self.stamp or len(loaded.offsets) != self.n:
             raise StaleDataError(
-                f"index {self.index_path} was rebuilt after this dataset was pickled (the data changed); "
-                "reopen the dataset"
-            )
-        return found.offsets
+                f"{why}; rebuilt, it no longer matches the open dataset: reopen it"
+            ) from None
+        self.index_path, self.checksum, self._deferred = loaded.path, loaded.checksum, False
+        return loaded.offsets
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

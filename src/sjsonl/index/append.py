@@ -89,20 +89,24 @@ def extend_grown_index(
             continue
         if not _grew_from(storage, meta.stamp):
             continue
-        offsets, stamp = _scan_appended(storage, old.offsets, workers, progress)
+        scanned = _scan_appended(storage, old.offsets, workers, progress)
+        if scanned is None:
+            return None
+        offsets, stamp = scanned
         same_dtype = offsets.dtype == old.offsets.dtype  # the old CRC then covers the first len(old) offsets
         crc_of = (len(old.offsets), meta.checksum) if same_dtype else (0, 0)
         new_meta = meta_of(offsets, stamp, storage.path, crc_of=crc_of)
         if not (same_dtype and _extend_in_place(old, offsets[len(old.offsets) :], new_meta)):
             write_index(path, offsets, new_meta)
-        return LoadedIndex(offsets, stamp, path, new_meta.checksum, "")
+        return LoadedIndex(offsets, stamp, path, new_meta.checksum, "", origin="extended")
     return None
 
 
 def _scan_appended(
     storage: LocalFile, old: np.ndarray, workers: int | None, progress: bool | None
-) -> tuple[np.ndarray, DataStamp]:
-    """(old offsets + the starts after the last old record, stamp of the bytes scanned)."""
+) -> tuple[np.ndarray, DataStamp] | None:
+    """(old offsets + the starts after the last old record, stamp of the bytes scanned); None when the
+    last old record no longer starts one (the caller rebuilds)."""
     # Rescan from the last indexed record: it may have been cut short (no final newline) when indexed.
     # Scanning from the newline before it finds it again (its bytes are fingerprinted: it still starts a
     # record), and nothing before it changes.
@@ -125,7 +129,7 @@ def _scan_appended(
         after = storage.stamp()
         if before.describe_change(after, content=False) is None:
             if len(old) and (not len(tail) or int(tail[0]) != last):
-                raise SJSONLError(f"{storage.path}: its last indexed record no longer starts a line")
+                return None  # e.g. a cut-short BOM completed: the start of the data reads differently now
             dtype = offset_dtype(before.size)  # past 4 GiB the offsets widen to uint64
             offsets = np.concatenate(
                 [old.astype(dtype, copy=False), tail[1 if len(old) else 0 :].astype(dtype)]

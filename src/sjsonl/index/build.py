@@ -129,6 +129,8 @@ class LoadedIndex:
     path: str | None  # where it lives on disk (None: in memory only)
     checksum: int = 0  # CRC-32 of the offsets, as recorded in the index file
     layout: str = ""  # what the offsets start ("": lines; else elements of a JSON document)
+    origin: str = "found"  # "found" on disk, "extended" after an append, or "built" now
+    verified: bool = True  # False: read with find_index(defer_verify=True), checks still to run
 
 
 def refuse_data_file_as_index(data_path: str, index_path: str | None, index_dir: str | None) -> None:
@@ -151,18 +153,20 @@ def find_index(
     index_dir: str | None = None,
     index_path: str | None = None,
     layouts: tuple[str, ...] = ("",),
+    defer_verify: bool = False,
 ) -> tuple[LoadedIndex | None, list[str]]:
     """An index on disk that matches the data as it is now, or ``None`` and why each candidate failed.
 
     ``layouts``: what its offsets may start (an index of a JSON document's elements is no index of its
-    lines, nor of the list under another field)."""
+    lines, nor of the list under another field). ``defer_verify``: leave the O(records) checks of the
+    offsets to the caller (see :func:`~sjsonl.index.store.read_index`)."""
     paths = [_explicit(index_path)] if index_path else candidate_index_paths(storage.path, index_dir)
     quick = storage.stamp(fingerprint=False)  # a stat, or one HEAD request for a remote object
     full: DataStamp | None = None  # with the fingerprint: computed only when everything else matches
     problems: list[str] = []
     for path in paths:
         try:
-            found = read_index(path)
+            found = read_index(path, verify=not defer_verify)
         except FileNotFoundError:
             legacy = (path[:-4] if path.endswith(".npy") else path) + LEGACY_META_SUFFIX
             if os.path.exists(legacy):
@@ -189,7 +193,10 @@ def find_index(
         attach = getattr(storage, "attach_seek_state", None)
         if attach is not None:  # gzip: seek points saved beside the index spare a full decompression
             attach(seek_state_path(path), meta.stamp, meta.checksum)
-        return LoadedIndex(found.offsets, meta.stamp, path, meta.checksum, meta.layout), problems
+        loaded = LoadedIndex(
+            found.offsets, meta.stamp, path, meta.checksum, meta.layout, verified=found.verified
+        )
+        return loaded, problems
     return None, problems
 
 
@@ -252,15 +259,19 @@ def load_or_build_index(
     workers: int | None = None,
     progress: bool | None = None,
     layouts: tuple[str, ...] = ("",),
+    defer_verify: bool = False,
 ) -> LoadedIndex:
     """Use a matching index from disk; else build one (and save it) or, with ``build=False``, raise.
+    ``defer_verify`` as for :func:`find_index` (an index built or extended here is checked already).
 
     ``layouts`` are what the offsets may start: the first is built (``""``: lines; see
     :func:`build_layout`), any is accepted from disk. Either way the storage is then pinned to the
     version the index describes (``storage.pin``)."""
     index_dir = index_dir_from_env(index_dir)
     refuse_data_file_as_index(storage.path, index_path, index_dir)
-    found, problems = find_index(storage, index_dir=index_dir, index_path=index_path, layouts=layouts)
+    found, problems = find_index(
+        storage, index_dir=index_dir, index_path=index_path, layouts=layouts, defer_verify=defer_verify
+    )
     if found is None and build and layouts[0] == "" and any("appended to" in p for p in problems):
         found = extend_grown_index(  # only the appended bytes are scanned
             storage, index_dir=index_dir, index_path=index_path, workers=workers, progress=progress
@@ -288,7 +299,7 @@ def _build(storage, problems, build, index_dir, index_path, workers, progress, l
         warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=4)
         written = None
     checksum = meta_of(offsets, stamp, storage.path, layout).checksum
-    return LoadedIndex(offsets, stamp, written, checksum, layout)
+    return LoadedIndex(offsets, stamp, written, checksum, layout, origin="built")
 
 
 def line_number_at(source, offset: int) -> int:

@@ -130,12 +130,14 @@ class IndexMeta:
 
 @dataclass
 class IndexFile:
-    """A verified index file: its offsets (read-only, mapped), its metadata and its identity."""
+    """An index file: its offsets (read-only, mapped), its metadata and its identity; ``verified`` unless
+    read with ``verify=False`` (its O(records) checks still to run)."""
 
     offsets: np.ndarray
     meta: IndexMeta
     path: str
     identity: tuple[int, ...]
+    verified: bool = True
 
 
 def seek_state_path(index_path: str) -> str:
@@ -232,8 +234,10 @@ def _fail(path: str, why: str) -> IndexFileError:
 _VERIFIED: set[tuple[int, ...]] = set()
 
 
-def read_index(index_path: str, *, trust_check: bool = True) -> IndexFile:
-    """Open, parse and verify an index file; map its offsets (read-only, O(1) memory).
+def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True) -> IndexFile:
+    """Open, parse and verify an index file; map its offsets (read-only, O(1) memory). ``verify=False``
+    leaves out the O(records) checks (CRC-32, order, bounds) unless this process already made them: the
+    caller runs them before the first use of an offset (a dataset of many files checks each on first use).
 
     Raises ``FileNotFoundError`` when there is none, :class:`UntrustedIndexError` when other users could
     have written it, and :class:`~sjsonl.errors.IndexFileError` naming the file for anything malformed.
@@ -272,10 +276,12 @@ def read_index(index_path: str, *, trust_check: bool = True) -> IndexFile:
         os.close(fd)
     if st.st_size != header_len + offsets.nbytes + trailer_len:
         raise _fail(index_path, "has a size that does not match its header and trailer")
-    if identity not in _VERIFIED:
+    verified = identity in _VERIFIED
+    if verify and not verified:
         _verify(offsets, meta, index_path)
         _VERIFIED.add(identity)
-    return IndexFile(offsets, meta, index_path, identity)
+        verified = True
+    return IndexFile(offsets, meta, index_path, identity, verified)
 
 
 def _read_layout(fd: int, size: int, path: str) -> tuple[IndexMeta, int, int]:
