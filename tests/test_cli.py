@@ -75,3 +75,20 @@ def cli(*args, cwd=None, module=False, timeout=120, env=None):
     return subprocess.run(
         [*cmd, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=full_env
     )
+
+
+def test_info_shows_the_index_format_size_and_how_it_was_brought_up_to_date(tmp_path):
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 1000, kind="short", seed=2)
+    first = sjsonl("info", path).stdout
+    index = next(line.split(None, 1)[1] for line in first.splitlines() if line.startswith("index:"))
+    per_record = os.path.getsize(index) / 1000
+    assert "status:   missing (built now)" in first
+    assert f"format:   plain .npy, uint32 offsets, {per_record:.2f} bytes/record" in first
+    with open(path, "a") as f:
+        f.write('{"id": 1000}\n')
+    grown = sjsonl("info", path).stdout
+    assert "records:  1,001" in grown and "appended to" in grown and "(extended now" in grown
+    with open(path, "r+b") as f:  # rewritten in place: not an append
+        f.write(b"[")
+    assert "(built now)" in sjsonl("info", path, check=False).stdout

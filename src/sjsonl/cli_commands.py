@@ -143,17 +143,28 @@ def cmd_info(args: argparse.Namespace) -> int:
     found, problems = find_index(storage, index_dir=args.index_dir)
     status = "fresh" if found else ("stale: " + problems[-1] if problems else "missing")
     ds = JSONLDataset(args.file, build_index_on_load=not args.no_build, index_dir=args.index_dir)
+    f = ds._files[0]
     sizes = ds.record_sizes()
     print(f"file:     {storage.path}")
     stored = storage.stamp(fingerprint=False).stored
     packed = "" if stored == ds.nbytes else f", {stored:,} stored"
     print(f"bytes:    {ds.nbytes:,} ({human_bytes(ds.nbytes)}{packed})")
     print(f"records:  {len(ds):,}")
-    print(f"index:    {ds.index_paths[0] or '(in memory; could not be saved)'}")
-    print(f"status:   {status}{'' if found else ' (rebuilt now)'}")
+    print(f"index:    {f.index_path or '(in memory; could not be saved)'}")
+    print(f"format:   {index_format(f)}")
+    done = {"found": "", "extended": " (extended now: only the appended bytes were read)"}
+    print(f"status:   {status}{done.get(f.index_origin, ' (built now)')}")
     if len(sizes):
         print(f"record bytes: {size_summary(sizes)}")
     return 0
+
+
+def index_format(f: Any) -> str:
+    """How ``f``'s index is stored: its format, offset width and bytes per record on disk."""
+    offsets = f.offsets
+    on_disk = os.path.getsize(f.index_path) if f.index_path else offsets.nbytes
+    per_record = f"{on_disk / len(offsets):.2f} bytes/record" if len(offsets) else "no records"
+    return f"plain .npy, {offsets.dtype} offsets, {per_record} ({human_bytes(on_disk)})"
 
 
 def cmd_get(args: argparse.Namespace) -> int:
