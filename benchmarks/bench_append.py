@@ -12,7 +12,6 @@ against a full build.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -21,8 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import corpus, markdown_table
-
+from common import bench_main, corpus
 from sjsonl import JSONLDataset
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
@@ -85,11 +83,7 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="a 64 MiB corpus only")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "a 64 MiB corpus only")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Medians of several runs; ratios against the warm, no-read-ahead run of the same 
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import ctypes.util
 import gc
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, corpus, markdown_table
+from common import DATA_DIR, bench_main, corpus, markdown_table
 from sjsonl import JSONLDataset
 from sjsonl.sampling import BlockShuffle, Permutation
 
@@ -215,12 +214,7 @@ def run(quick: bool) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="64 MiB corpora instead of 256 MiB")
-    args = parser.parse_args()
-    print(markdown_table(run(args.quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "64 MiB corpora instead of 256 MiB")
     print()
     quality = quality_rows()
     print(markdown_table(quality, list(quality[0])))

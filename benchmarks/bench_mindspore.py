@@ -20,7 +20,6 @@ Rows/s is measured over the first ``ROWS`` rows (steady state), in file order an
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -31,7 +30,7 @@ import time
 os.environ.setdefault("GLOG_v", "3")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(__file__))
-from common import corpus, markdown_table
+from common import bench_main, corpus
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
 BATCH = 32
@@ -250,12 +249,7 @@ def _row(benchmark: str, variant: str, median: str, ratio: str, note: str) -> di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="16 MiB corpus instead of 256 MiB")
-    args = parser.parse_args()
-    print(markdown_table(run(args.quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "16 MiB corpus instead of 256 MiB")
 
 
 if __name__ == "__main__":

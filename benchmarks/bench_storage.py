@@ -11,7 +11,6 @@ not real S3 latency (tens of ms per request).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import os
 import shutil
@@ -24,7 +23,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, corpus, markdown_table, median_seconds
+from common import DATA_DIR, bench_main, corpus, median_seconds
 from sjsonl import JSONLDataset, JSONLIndexer
 from sjsonl.storage.compressed import to_seekable_zstd
 
@@ -190,8 +189,6 @@ def run(quick: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small corpora, for a smoke run")
     t0 = time.perf_counter()
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "small corpora, for a smoke run")
     print(f"\n({time.perf_counter() - t0:.0f} s; corpora cached in {DATA_DIR})")

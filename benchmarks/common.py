@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -38,3 +39,15 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
     for row in rows:
         lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
     return "\n".join(lines)
+
+
+def bench_main(
+    doc: str | None, run: Callable[[bool], list[dict]], columns: list[str], quick_help: str
+) -> list[dict]:
+    """The command line every benchmark has: ``--quick`` (smaller corpora, a smoke run), then the markdown
+    table of ``run``'s rows; returns the rows."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    rows = run(parser.parse_args().quick)
+    print(markdown_table(rows, columns))
+    return rows
