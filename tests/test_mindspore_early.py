@@ -70,16 +70,21 @@ def test_shards_are_those_of_the_indexed_source(tmp_path, batch_size):
     assert sorted(ids) == list(range(N))  # disjoint and together complete
 
 
-def test_rows_flow_before_the_index_is_ready(tmp_path):
-    path = write(tmp_path / "d.jsonl")
+def gated(path, index_dir):
+    """An early start whose index opens only once ``gate`` is set: (gate, early start, its source)."""
     gate = threading.Event()
 
-    def open_slowly():
+    def open_when_let():
         assert gate.wait(30)
-        return JSONLDataset(path, index_dir=tmp_path / "idx")
+        return JSONLDataset(path, index_dir=index_dir)
 
-    early = EarlyStart(JSONLStream(path), open_slowly)
-    source = EarlySource(early, make_schema([{"id": 0}]))
+    early = EarlyStart(JSONLStream(path), open_when_let)
+    return gate, early, EarlySource(early, make_schema([{"id": 0}]))
+
+
+def test_rows_flow_before_the_index_is_ready(tmp_path):
+    path = write(tmp_path / "d.jsonl")
+    gate, early, source = gated(path, tmp_path / "idx")
     it = iter(source)
     first = [int(next(it)[0]) for _ in range(10)]
     assert first == list(range(10)) and not early.ready()  # ten rows out, the index not there yet
@@ -99,14 +104,7 @@ def test_later_epochs_go_through_the_index(tmp_path):
 
 def test_a_file_replaced_during_the_streamed_pass_raises(tmp_path):
     path = write(tmp_path / "d.jsonl")
-    gate = threading.Event()
-
-    def open_after_the_change():
-        assert gate.wait(30)
-        return JSONLDataset(path, index_dir=tmp_path / "idx")
-
-    early = EarlyStart(JSONLStream(path), open_after_the_change)
-    source = EarlySource(early, make_schema([{"id": 0}]))
+    gate, _, source = gated(path, tmp_path / "idx")
     it = iter(source)
     assert int(next(it)[0]) == 0  # the stream has the file open
     os.replace(write(tmp_path / "new.jsonl", n=N + 1), path)  # the test's own file, replaced

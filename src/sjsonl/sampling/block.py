@@ -41,8 +41,8 @@ import hashlib
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
-from .permutation import Permutation
+from ..errors import InvalidArgumentError
+from .permutation import Permutation, check_positions, checked_position
 
 _SCAN = 1 << 20  # blocks whose slots are computed per numpy pass when locating the short block
 
@@ -107,11 +107,7 @@ class BlockShuffle:
         return self.n
 
     def __getitem__(self, i: int) -> int:
-        i = int(i)
-        if i < 0:
-            i += self.n
-        if not 0 <= i < self.n:
-            raise RecordIndexError(f"position {i} out of range for a block shuffle of {self.n}")
+        i = checked_position(i, self.n, "a block shuffle")
         return int(self.take(np.array([i], dtype=np.int64))[0])
 
     def take(self, positions: np.ndarray) -> np.ndarray:
@@ -120,12 +116,8 @@ class BlockShuffle:
         pos = np.asarray(positions)
         if pos.size == 0:
             return np.zeros(pos.shape, dtype=np.int64)
-        if pos.dtype.kind not in "iu":
-            raise ArgumentTypeError(f"positions must be integers, got {pos.dtype}")
+        check_positions(pos, self.n, "a block shuffle")
         flat = pos.reshape(-1).astype(np.int64)
-        if int(flat.min()) < 0 or int(flat.max()) >= self.n:
-            bad = int(flat.min()) if int(flat.min()) < 0 else int(flat.max())
-            raise RecordIndexError(f"position {bad} out of range for a block shuffle of {self.n}")
         return self._records(self._within_windows(flat)).reshape(pos.shape)
 
     def __reduce__(self):

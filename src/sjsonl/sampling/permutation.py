@@ -57,6 +57,30 @@ def _round_keys(n: int, seed: int, epoch: int) -> tuple[list[int], list[int]]:
     return words[:_ROUNDS], [w | 1 for w in words[_ROUNDS:]]
 
 
+def checked_position(i: int, n: int, what: str) -> int:
+    """``i`` as a position in ``[0, n)`` (negatives count from the end), else a RecordIndexError.
+
+    Example:
+        >>> checked_position(-1, 5, "an order")
+        4
+    """
+    i = int(i)
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise RecordIndexError(f"position {i} out of range for {what} of {n}")
+    return i
+
+
+def check_positions(pos: np.ndarray, n: int, what: str) -> None:
+    """Raise unless every one of the (non-empty) integer ``pos`` lies in ``[0, n)``."""
+    if pos.dtype.kind not in "iu":
+        raise ArgumentTypeError(f"positions must be integers, got {pos.dtype}")
+    lo, hi = int(pos.min()), int(pos.max())
+    if lo < 0 or hi >= n:
+        raise RecordIndexError(f"position {lo if lo < 0 else hi} out of range for {what} of {n}")
+
+
 class Permutation:
     """A keyed bijection of ``[0, n)``: position ``i`` → index ``p[i]``, in O(1) memory.
 
@@ -94,11 +118,7 @@ class Permutation:
         return self.n
 
     def __getitem__(self, i: int) -> int:
-        i = int(i)
-        if i < 0:
-            i += self.n
-        if not 0 <= i < self.n:
-            raise RecordIndexError(f"position {i} out of range for a permutation of {self.n}")
+        i = checked_position(i, self.n, "a permutation")
         x = self._encrypt_int(i)
         while x >= self.n:
             x = self._encrypt_int(x)
@@ -110,12 +130,7 @@ class Permutation:
         pos = np.asarray(positions)
         if pos.size == 0:
             return np.zeros(pos.shape, dtype=np.int64)
-        if pos.dtype.kind not in "iu":
-            raise ArgumentTypeError(f"positions must be integers, got {pos.dtype}")
-        lo, hi = int(pos.min()), int(pos.max())
-        if lo < 0 or hi >= self.n:
-            bad = lo if lo < 0 else hi
-            raise RecordIndexError(f"position {bad} out of range for a permutation of {self.n}")
+        check_positions(pos, self.n, "a permutation")
         flat = pos.reshape(-1)
         out = np.empty(flat.shape, dtype=np.int64)
         for a in range(0, flat.size, _TAKE_CHUNK):
