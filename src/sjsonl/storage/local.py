@@ -79,12 +79,32 @@ def open_regular_file(path: str) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+def _special_devices() -> dict[int, str]:
+    """The devices of the pseudo-file trees (procfs, sysfs), stat'ed once: a file on one of them is known
+    by its ``st_dev`` whatever path (or link) led there, without resolving the path."""
+    global _SPECIAL_DEVICES
+    if _SPECIAL_DEVICES is None:
+        found = {}
+        for tree in _SPECIAL_TREES:
+            try:
+                found[os.stat(tree).st_dev] = tree
+            except OSError:  # no /proc here (another OS): nothing to refuse
+                pass
+        _SPECIAL_DEVICES = found
+    return _SPECIAL_DEVICES
+
+
+_SPECIAL_DEVICES: dict[int, str] | None = None
+
+
 def _require_regular(path: str, st: os.stat_result) -> None:
     mode = st.st_mode
     if stat_module.S_ISREG(mode):
-        real = os.path.realpath(path)
-        if real.startswith(_SPECIAL_TREES):  # sizes there are 0 or made up: not data to index
-            raise DataFileError(errno.EINVAL, f"not a regular file (a {real[:5]} pseudo-file): {path}")
+        tree = _special_devices().get(st.st_dev)
+        if tree is None and os.path.abspath(path).startswith(_SPECIAL_TREES):
+            tree = next(t for t in _SPECIAL_TREES if os.path.abspath(path).startswith(t))  # e.g. cgroupfs
+        if tree is not None:  # sizes there are 0 or made up: not data to index
+            raise DataFileError(errno.EINVAL, f"not a regular file (a {tree[:-1]} pseudo-file): {path}")
         return
     kind = (
         "a FIFO"
