@@ -15,7 +15,6 @@ may be the first read of its file, so they include checking those indexes), the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -25,7 +24,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, markdown_table
+from common import DATA_DIR, bench_main
 
 COLUMNS = ["benchmark", "median", "note"]
 
@@ -140,11 +139,7 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="100 files x 10^5 records")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "100 files x 10^5 records")
 
 
 if __name__ == "__main__":
