@@ -29,7 +29,8 @@ lint: $(VENV)/.all
 
 # The whole suite with the compiled scan, then every scan and index test again with the numpy fallback.
 SCAN_TESTS := tests/test_scan.py tests/test_scan_stream.py tests/test_index_files.py \
-	tests/test_index_integrity.py tests/test_real_files.py tests/test_storage_blocks.py tests/test_bad_lines.py
+	tests/test_index_integrity.py tests/test_real_files.py tests/test_storage_blocks.py tests/test_bad_lines.py \
+	tests/test_compact_index.py
 
 test: $(VENV)/.all lint
 	$(PY) -m pytest -q

@@ -1,7 +1,8 @@
-"""Builds sjsonl's one C extension, the newline scan (everything else is in pyproject.toml).
+"""Builds sjsonl's two C extensions (everything else is in pyproject.toml): the newline scan, and random
+access into compact indexes.
 
-It is optional: without a C compiler the install still succeeds and sjsonl uses its numpy scan, which
-gives the same offsets (``sjsonl.index.scan.NATIVE`` says which one runs).
+Both are optional: without a C compiler the install still succeeds and sjsonl uses numpy instead, which
+gives the same offsets (``sjsonl.index.scan.NATIVE`` and ``sjsonl.index.packed.NATIVE`` say which runs).
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,12 @@ setup(
             ["src/sjsonl/index/_newlines.c"],
             optional=True,
             extra_compile_args=["-O3"],
-        )
+        ),
+        Extension(
+            "sjsonl.index._packed",
+            ["src/sjsonl/index/_packed.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        ),
     ]
 )

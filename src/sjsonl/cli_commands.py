@@ -119,7 +119,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if workers is None and spec is not None and spec.local_processes:
         # processes on this machine share its cores: all of them scanning with every core oversubscribes
         workers = max(1, (os.cpu_count() or 1) // spec.local_processes)
-    task = {"index_dir": args.index_dir, "workers": workers, "rebuild": True, "on_bad_lines": policy}
+    task = {"index_dir": args.index_dir, "workers": workers, "rebuild": True, "on_bad_lines": policy,
+            "compact": args.compact}  # fmt: skip
     failed = total = 0
     with open_executor(spec) if spec is not None else contextlib.nullcontext() as executor:
         for path, got in index_files(args.files, executor=executor, progress=args.progress, **task):
@@ -164,7 +165,11 @@ def index_format(f: Any) -> str:
     offsets = f.offsets
     on_disk = os.path.getsize(f.index_path) if f.index_path else offsets.nbytes
     per_record = f"{on_disk / len(offsets):.2f} bytes/record" if len(offsets) else "no records"
-    return f"plain .npy, {offsets.dtype} offsets, {per_record} ({human_bytes(on_disk)})"
+    if getattr(offsets, "is_compact", False):  # sjsonl.index.packed
+        kind = f"compact .packed (blocks of {1 << offsets.log2_block}), {offsets.dtype} offsets"
+    else:
+        kind = f"plain .npy, {offsets.dtype} offsets"
+    return f"{kind}, {per_record} ({human_bytes(on_disk)})"
 
 
 def cmd_get(args: argparse.Namespace) -> int:

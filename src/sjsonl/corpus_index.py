@@ -95,6 +95,7 @@ def index_file(
     on_bad_lines: str | None = None,
     field: str | None = None,
     storage_options: dict[str, Any] | None = None,
+    compact: bool | None = None,
 ) -> IndexReport:
     """Build and save the index of one file (reusing a fresh one unless ``rebuild``): the task that
     :func:`build_indexes` runs on each worker. Raises what indexing the file raised.
@@ -115,13 +116,15 @@ def index_file(
     storage = open_storage(path, storage_options)
     layouts = layouts_for(storage, field)
     found = None if rebuild else find_index(storage, index_dir=index_dir, layouts=layouts)[0]
+    if found is not None and compact is not None and found.compact != compact:
+        found = None  # asked for the other format: written anew
     if found is not None:
         written: str = found.path or ""
         stamp, records = found.stamp, len(found.offsets)
     else:
         offsets, stamp, layout = build_layout(storage, workers=workers, progress=progress, layout=layouts[0])
         # save_index raises when the index cannot be saved: one only in a worker's memory helps no one
-        written = save_index(storage, offsets, stamp, index_dir=index_dir, layout=layout)
+        written = save_index(storage, offsets, stamp, index_dir=index_dir, layout=layout, compact=compact)
         records = len(offsets)
     bad: list[Any] | None = None
     if on_bad_lines is not None:
@@ -251,6 +254,7 @@ def build_indexes(
     on_bad_lines: str | None = None,
     field: str | None = None,
     storage_options: dict[str, Any] | None = None,
+    compact: bool | None = None,
 ) -> list[str]:
     """Make sure every file of ``paths`` has a fresh, saved index; return where each is, in order.
 
@@ -266,7 +270,7 @@ def build_indexes(
         rebuild: build every index again even when a fresh one is already there.
         on_bad_lines: also parse every record — ``"skip"``/``"warn"`` save the bad lines for
             ``JSONLDataset(on_bad_lines="skip")``, ``"error"`` fails the files that have any.
-        field, storage_options: as for :class:`~sjsonl.JSONLDataset`.
+        field, storage_options, compact: as for :class:`~sjsonl.JSONLDataset`.
 
     Raises :class:`IndexBuildError` after every file has been tried when any failed, naming each.
 
@@ -287,6 +291,7 @@ def build_indexes(
         "on_bad_lines": on_bad_lines,
         "field": field,
         "storage_options": storage_options,
+        "compact": compact,
     }
     items, failures = _expand(paths)
     done: dict[int, IndexReport] = {}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 from .decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, loads
 from .errors import IndexFileError, RecordDecodeError, RecordFieldError, SJSONLError, StaleDataError
 from .index import line_number_at, load_or_build_index
+from .index.packed import Offsets, PackedOffsets, prefix_crc32
 from .index.store import read_index
 from .readahead import read_many_ahead, spans_ahead
 from .storage import Storage, byte_view, open_storage
@@ -40,7 +40,7 @@ _READ_BYTES = 16 << 20
 
 
 def iter_blocks(
-    storage: Storage, offsets: np.ndarray, end: int, lo: int, hi: int
+    storage: Storage, offsets: Offsets, end: int, lo: int, hi: int
 ) -> Iterator[tuple[Any, int, list[int]]]:
     """Records ``lo..hi`` block by block, as ``(buffer, base, bounds)``: record ``k`` of a block is
     ``buffer[bounds[k] : bounds[k + 1]]``, and ``buffer`` starts at byte ``base`` of the data.
@@ -106,6 +106,7 @@ class IndexedFile:
         mmap: bool = True,
         layouts: Callable[[Storage], tuple[str, ...]] | None = None,
         defer_verify: bool = False,
+        compact: bool | None = None,
     ) -> None:
         self.storage = open_storage(path, storage_options, mmap=mmap)
         self._index_args: dict[str, Any] = dict(  # for a rebuild, should a deferred check fail
@@ -114,6 +115,7 @@ class IndexedFile:
             workers=workers,
             progress=progress,
             layouts=("",) if layouts is None else layouts(self.storage),
+            compact=compact,  # a compact index file (sjsonl.index.packed): True, False, or None (by size)
         )
         loaded = load_or_build_index(
             self.storage, build=build_index_on_load, defer_verify=defer_verify, **self._index_args
@@ -122,7 +124,7 @@ class IndexedFile:
         self.index_origin = loaded.origin  # "found", "extended" (after an append) or "built"
         # An index whose O(records) checks were deferred is mapped and checked on first use (.offsets)
         self._deferred = not loaded.verified
-        self._offsets: np.ndarray | None = None if self._deferred else loaded.offsets
+        self._offsets: Offsets | None = None if self._deferred else loaded.offsets
         self.index_path = loaded.path
         self.checksum = loaded.checksum
         self.bad_records = np.zeros(0, dtype=np.int64)  # left out under on_bad_lines="skip"
@@ -152,13 +154,15 @@ class IndexedFile:
         start, end = self.span(i)
         return byte_view(self.storage)[start:end].rstrip(_TRAILING_WS)
 
-    def hot_state(self) -> tuple[Any, memoryview, int, int]:
+    def hot_state(self) -> tuple[Any, Any, int, int]:
         """(bytes, offsets as a memoryview, last record number, end of data) for the hot read path.
 
         ``bytes`` is the memory map of a local file; for other storages, a view whose slices are reads
         (:class:`~sjsonl.storage.RangeView`), so one code path serves all. A memoryview yields Python
-        ints, cheaper to slice with than numpy scalars. Cached per object: pickling drops it (see
-        ``__getstate__``); after a fork the view's storage reopens its handles itself."""
+        ints, cheaper to slice with than numpy scalars; a compact index gives its decoder instead
+        (``bounds[i]`` decoded in C, :class:`~sjsonl.index.packed.PackedOffsets`). Cached per object:
+        pickling drops it (see ``__getstate__``); after a fork the view's storage reopens its handles
+        itself."""
         hot = self._hot
         if hot is None:
             # ndarray.data is memoryview(self.offsets) (numpy's stubs type ndarray as a Buffer only on 3.12+)
@@ -309,7 +313,7 @@ class IndexedFile:
         return out
 
     @property
-    def offsets(self) -> np.ndarray:
+    def offsets(self) -> Offsets:
         """Record start offsets — in a copy from another process, or when the checks were deferred (a
         dataset of many files), mapped from the index file on first use and checked: it must be the very
         index this object was opened with, or that index extended in place after an append."""
@@ -318,7 +322,7 @@ class IndexedFile:
             offsets = self._offsets = self._map_index()
         return offsets
 
-    def _map_index(self) -> np.ndarray:
+    def _map_index(self) -> Offsets:
         assert self.index_path is not None
         try:
             found = read_index(self.index_path)
@@ -331,14 +335,15 @@ class IndexedFile:
         meta, offsets = found.meta, found.offsets
         if (meta.stamp, meta.records, meta.checksum) == (self.stamp, self.n, self.checksum):
             return offsets
-        if meta.records > self.n and zlib.crc32(offsets[: self.n].data.cast("B")) == self.checksum:
-            return offsets[: self.n]  # extended in place after an append: this object's records come first
+        if meta.records > self.n and prefix_crc32(offsets, self.n) == self.checksum:
+            # extended after an append: this object's records come first
+            return offsets.limit(self.n) if isinstance(offsets, PackedOffsets) else offsets[: self.n]
         raise StaleDataError(
             f"index {self.index_path} was rebuilt after this dataset was opened (the data changed); "
             "reopen the dataset"
         )
 
-    def _rebuild(self, why: IndexFileError) -> np.ndarray:
+    def _rebuild(self, why: IndexFileError) -> Offsets:
         """The index failed its deferred checks: build it again; it must describe what this object counted."""
         loaded = load_or_build_index(self.storage, **self._index_args)
         if loaded.stamp != self.stamp or len(loaded.offsets) != self.n:

@@ -5,8 +5,10 @@ because its file was appended to — a plain local file, larger now, whose index
 same head/tail fingerprint that :class:`~sjsonl.storage.LocalFile` trusts for appends) — the scan starts
 at the last indexed record (which may have been cut short when indexed, and is read again) and the index
 file is rewritten with the old offsets and the new ones, atomically as always. Work is proportional to the
-bytes appended, plus copying the offsets. A file rewritten, truncated or replaced is rebuilt from scratch
-by the caller; so are compressed and remote files, and JSON documents (their records are not lines).
+bytes appended, plus copying the offsets. (A compact index, :mod:`.packed`, is rewritten whole,
+atomically, in its format: it is a quarter of the plain one's size or less.) A file rewritten,
+truncated or replaced is rebuilt from scratch by the caller; so are compressed and remote files, and
+JSON documents (their records are not lines).
 
 Example:
     >>> import os, tempfile
@@ -27,13 +29,14 @@ import fcntl
 import io
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError
 from ..storage import DataStamp, LocalFile, Storage
+from .packed import PackedOffsets, packed_index_path
 from .scan import DataChangedWhileScanning, offset_dtype, scan_file
 from .store import (
     _TAIL,
@@ -76,9 +79,14 @@ def extend_grown_index(
 
     if not isinstance(storage, LocalFile):  # compressed, archived, remote: rebuilt by the caller
         return None
-    paths = [os.path.abspath(os.path.expanduser(index_path))] if index_path else candidate_index_paths(
-        storage.path, index_dir
-    )  # fmt: skip
+    if index_path:
+        paths = [os.path.abspath(os.path.expanduser(index_path))]
+    else:  # each place's plain index, then its compact one
+        paths = [
+            p
+            for place in candidate_index_paths(storage.path, index_dir)
+            for p in (place, packed_index_path(place))
+        ]
     for path in paths:
         try:
             old = read_index(path)
@@ -96,14 +104,16 @@ def extend_grown_index(
         same_dtype = offsets.dtype == old.offsets.dtype  # the old CRC then covers the first len(old) offsets
         crc_of = (len(old.offsets), meta.checksum) if same_dtype else (0, 0)
         new_meta = meta_of(offsets, stamp, storage.path, crc_of=crc_of)
-        if not (same_dtype and _extend_in_place(old, offsets[len(old.offsets) :], new_meta)):
-            write_index(path, offsets, new_meta)
-        return LoadedIndex(offsets, stamp, path, new_meta.checksum, "", origin="extended")
+        compact = isinstance(old.offsets, PackedOffsets)  # rewritten whole, atomically: it is small
+        if compact or not (same_dtype and _extend_in_place(old, offsets[len(old.offsets) :], new_meta)):
+            write_index(path, offsets, new_meta, compact=compact)
+        served = read_index(path).offsets if compact else offsets  # compact: served from its map
+        return LoadedIndex(served, stamp, path, new_meta.checksum, "", origin="extended")
     return None
 
 
 def _scan_appended(
-    storage: LocalFile, old: np.ndarray, workers: int | None, progress: bool | None
+    storage: LocalFile, old: Any, workers: int | None, progress: bool | None
 ) -> tuple[np.ndarray, DataStamp] | None:
     """(old offsets + the starts after the last old record, stamp of the bytes scanned); None when the
     last old record no longer starts one (the caller rebuilds)."""

@@ -16,14 +16,16 @@ import mmap
 import os
 import warnings
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from .._progress import Progress
-from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
+from ..errors import IndexFileError, InvalidArgumentError, SJSONLError, StaleDataError, StaleIndexError
 from ..storage import DataStamp, LocalFile, Storage, is_url
 from .append import extend_grown_index
 from .elements import NotADocument, field_of, scan_elements
+from .packed import PACKED_SUFFIX, packed_index_path, wants_compact
 from .scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from .store import (
     LEGACY_META_SUFFIX,
@@ -124,13 +126,18 @@ def build_layout(
 
 @dataclass
 class LoadedIndex:
-    offsets: np.ndarray
+    offsets: Any  # a numpy array, or a compact index's PackedOffsets (sjsonl.index.packed)
     stamp: DataStamp
     path: str | None  # where it lives on disk (None: in memory only)
     checksum: int = 0  # CRC-32 of the offsets, as recorded in the index file
     layout: str = ""  # what the offsets start ("": lines; else elements of a JSON document)
     origin: str = "found"  # "found" on disk, "extended" after an append, or "built" now
     verified: bool = True  # False: read with find_index(defer_verify=True), checks still to run
+
+    @property
+    def compact(self) -> bool:
+        """Whether the offsets come from a compact index file (:mod:`sjsonl.index.packed`)."""
+        return bool(getattr(self.offsets, "is_compact", False))
 
 
 def refuse_data_file_as_index(data_path: str, index_path: str | None, index_dir: str | None) -> None:
@@ -154,13 +161,16 @@ def find_index(
     index_path: str | None = None,
     layouts: tuple[str, ...] = ("",),
     defer_verify: bool = False,
+    compact: bool | None = None,
 ) -> tuple[LoadedIndex | None, list[str]]:
     """An index on disk that matches the data as it is now, or ``None`` and why each candidate failed.
 
     ``layouts``: what its offsets may start (an index of a JSON document's elements is no index of its
     lines, nor of the list under another field). ``defer_verify``: leave the O(records) checks of the
-    offsets to the caller (see :func:`~sjsonl.index.store.read_index`)."""
-    paths = [_explicit(index_path)] if index_path else candidate_index_paths(storage.path, index_dir)
+    offsets to the caller (see :func:`~sjsonl.index.store.read_index`). In each place the plain
+    ``.index.npy`` is tried before the compact ``.index.packed`` (the reverse with ``compact=True``);
+    only one of them is normally there, as writing one removes the other."""
+    paths = [_explicit(index_path)] if index_path else index_names(storage.path, index_dir, compact)
     quick = storage.stamp(fingerprint=False)  # a stat, or one HEAD request for a remote object
     full: DataStamp | None = None  # with the fingerprint: computed only when everything else matches
     problems: list[str] = []
@@ -169,7 +179,7 @@ def find_index(
             found = read_index(path, verify=not defer_verify)
         except FileNotFoundError:
             legacy = (path[:-4] if path.endswith(".npy") else path) + LEGACY_META_SUFFIX
-            if os.path.exists(legacy):
+            if path.endswith(".npy") and os.path.exists(legacy):
                 problems.append(f"index {path} is in an older format")
             continue
         except IndexFileError as exc:  # untrusted, malformed, corrupt: rebuilt by the caller
@@ -200,6 +210,34 @@ def find_index(
     return None, problems
 
 
+def index_names(data_path: str, index_dir: str | None, compact: bool | None = None) -> list[str]:
+    """Every index file name of ``data_path`` to try, place by place: plain, then compact (the reverse
+    when ``compact`` is True).
+
+    Example:
+        >>> [os.path.basename(p) for p in index_names("/d/t.jsonl", "/tmp/ix")]  # doctest: +ELLIPSIS
+        ['t-....index.npy', 't-....index.packed']
+    """
+    out = []
+    for place in candidate_index_paths(data_path, index_dir):
+        pair = [place, packed_index_path(place)]
+        out += pair[::-1] if compact else pair
+    return out
+
+
+def explicit_is_compact(index_path: str, compact: bool | None) -> bool:
+    """The format of an index file named by the caller: its name says (``*.packed`` compact, anything
+    else plain — a ``.npy`` is always what ``np.load`` reads); a contradicting ``compact`` is refused."""
+    named = index_path.endswith(".packed")
+    if compact is not None and bool(compact) != named:
+        want = "compact" if compact else "plain"
+        raise InvalidArgumentError(
+            f"index_path {index_path} names a {'compact' if named else 'plain'} index but compact={compact} "
+            f"asks for a {want} one: name a compact index *.index.packed, a plain one *.index.npy"
+        )
+    return named
+
+
 def save_index(
     storage: Storage,
     offsets: np.ndarray,
@@ -208,8 +246,13 @@ def save_index(
     index_dir: str | None = None,
     index_path: str | None = None,
     layout: str = "",
+    compact: bool | None = None,
 ) -> str:
     """Write the index (``index_path``, else beside the data or in the cache directory); return where.
+
+    ``compact``: write a compact ``.index.packed`` (:mod:`sjsonl.index.packed`) instead of the plain
+    ``.index.npy``; ``None`` chooses compact only when the plain index would be at least
+    :data:`~sjsonl.index.packed.AUTO_COMPACT_BYTES`. ``index_path``'s name decides its format.
 
     A place other users can write is not used (the private cache is, with a warning). A storage with
     seek state worth keeping (gzip seek points) gets it written beside the index; that file only speeds
@@ -228,16 +271,21 @@ def save_index(
     """
     refuse_data_file_as_index(storage.path, index_path, index_dir)
     meta = meta_of(offsets, stamp, storage.path, layout)
+    if index_path:
+        packed = explicit_is_compact(index_path, compact)
+    else:
+        packed = wants_compact(compact, len(offsets), offsets.dtype)
     written = None
     if index_path:
         target = _explicit(index_path)
         reason = untrusted_reason(os.path.dirname(target))
         if reason is None:
-            written = write_index(target, offsets, meta)
+            written = write_index(target, offsets, meta, compact=packed)
         else:
             warn_untrusted(os.path.dirname(target), reason, default_cache_dir())
     if written is None:
-        written = write_index_somewhere(storage.path, offsets, meta, None if index_path else index_dir)
+        where = None if index_path else index_dir
+        written = write_index_somewhere(storage.path, offsets, meta, where, compact=packed)
     export = getattr(storage, "export_seek_state", None)
     blob = export(stamp, meta.checksum) if export is not None else None
     if blob:
@@ -260,29 +308,66 @@ def load_or_build_index(
     progress: bool | None = None,
     layouts: tuple[str, ...] = ("",),
     defer_verify: bool = False,
+    compact: bool | None = None,
 ) -> LoadedIndex:
     """Use a matching index from disk; else build one (and save it) or, with ``build=False``, raise.
     ``defer_verify`` as for :func:`find_index` (an index built or extended here is checked already).
+
+    ``compact`` as for :func:`save_index`; True or False also converts an index found in the other
+    format (from its offsets: no scan), None takes either. An extended index keeps its format, and so
+    does one rebuilt because it was stale or corrupt.
 
     ``layouts`` are what the offsets may start: the first is built (``""``: lines; see
     :func:`build_layout`), any is accepted from disk. Either way the storage is then pinned to the
     version the index describes (``storage.pin``)."""
     index_dir = index_dir_from_env(index_dir)
     refuse_data_file_as_index(storage.path, index_path, index_dir)
+    if index_path:
+        explicit_is_compact(index_path, compact)  # a contradicting compact= is refused up front
     found, problems = find_index(
-        storage, index_dir=index_dir, index_path=index_path, layouts=layouts, defer_verify=defer_verify
-    )
+        storage, index_dir=index_dir, index_path=index_path, layouts=layouts, defer_verify=defer_verify,
+        compact=compact,
+    )  # fmt: skip
     if found is None and build and layouts[0] == "" and any("appended to" in p for p in problems):
         found = extend_grown_index(  # only the appended bytes are scanned
             storage, index_dir=index_dir, index_path=index_path, workers=workers, progress=progress
         )
+    if found is not None and compact is not None and found.compact != compact and not index_path and build:
+        found = _convert(storage, found, compact, index_dir)
+    if found is None and compact is None and not index_path:
+        # a compact index that is stale or corrupt is rebuilt compact: the format, once chosen, stays
+        names = index_names(storage.path, index_dir)
+        compact = any(p.endswith(".packed") and os.path.exists(p) for p in names) or None
     if found is None:
-        found = _build(storage, problems, build, index_dir, index_path, workers, progress, layouts[0])
+        found = _build(
+            storage, problems, build, index_dir, index_path, workers, progress, layouts[0], compact
+        )
     storage.pin(found.stamp)
     return found
 
 
-def _build(storage, problems, build, index_dir, index_path, workers, progress, layout="") -> LoadedIndex:
+def _convert(storage: Storage, found: LoadedIndex, compact: bool, index_dir: str | None) -> LoadedIndex:
+    """``found`` rewritten in the other format (its offsets decoded, verified first: no scan)."""
+    assert found.path is not None
+    offsets = read_index(found.path).offsets  # the checks a deferred read left out, before copying
+    plain = np.asarray(offsets)
+    written = save_index(
+        storage, plain, found.stamp, index_dir=index_dir, layout=found.layout, compact=compact
+    )
+    return replace(found, offsets=_mapped(written, plain), path=written, verified=True)
+
+
+def _mapped(written: str, offsets: np.ndarray) -> Any:
+    """The offsets to serve after writing ``written``: a compact index is mapped from its file (O(1)
+    memory, which is what it is for), a plain one is the array just written."""
+    if not written.endswith(PACKED_SUFFIX):
+        return offsets
+    return read_index(written).offsets
+
+
+def _build(
+    storage, problems, build, index_dir, index_path, workers, progress, layout="", compact=None
+) -> LoadedIndex:
     if not build:
         hint = f"build it with `sjsonl index {storage.path}` or pass build_index_on_load=True"
         untrusted_only = problems and all("is not trusted" in p for p in problems)
@@ -293,13 +378,15 @@ def _build(storage, problems, build, index_dir, index_path, workers, progress, l
     offsets, stamp, layout = build_layout(storage, workers=workers, progress=progress, layout=layout)
     try:
         written: str | None = save_index(
-            storage, offsets, stamp, index_dir=index_dir, index_path=index_path, layout=layout
-        )
+            storage, offsets, stamp, index_dir=index_dir, index_path=index_path, layout=layout,
+            compact=compact,
+        )  # fmt: skip
     except OSError as exc:  # an index we cannot save still serves this process
         warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=4)
         written = None
     checksum = meta_of(offsets, stamp, storage.path, layout).checksum
-    return LoadedIndex(offsets, stamp, written, checksum, layout, origin="built")
+    served = offsets if written is None else _mapped(written, offsets)
+    return LoadedIndex(served, stamp, written, checksum, layout, origin="built")
 
 
 def line_number_at(source, offset: int) -> int:

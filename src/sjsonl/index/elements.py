@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -318,7 +319,7 @@ def array_end(read: Callable[[int, int], bytes], start: int, depth: int, step: i
     raise DocumentError("the JSON document ends inside its array (a partial file?)")
 
 
-def records_end(read: Callable[[int, int], bytes], offsets: np.ndarray, layout: str, size: int) -> int:
+def records_end(read: Callable[[int, int], bytes], offsets: Any, layout: str, size: int) -> int:
     """Where the last record of an index ends: the data's ``size`` for lines; for a document's elements,
     the array's closing bracket (:func:`array_end`, a scan of the tail only).
 

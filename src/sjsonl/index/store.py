@@ -21,6 +21,9 @@ cache directory (``~/.cache/sjsonl/index``, mode 0700) when the data's directory
 users can write there (see :mod:`.trust`), under a name keyed by the data file's absolute path. A remote
 file's index always lives in the cache, keyed by its URL: sjsonl never writes to remote storage.
 
+A compact index (:mod:`.packed`, ``data.index.packed``, about 1–1.6 bytes a record) may stand in
+the plain one's place, with the same trailer, guarantees and checks; :func:`read_index` reads either.
+
 Compressed files keep their whole name: ``data.jsonl.gz`` → ``data.jsonl.gz.index.npy``, so it never
 shares an index name with a ``data.jsonl`` beside it. A gzip file's seek points go beside its index as
 ``data.jsonl.gz.index.seekpoints``.
@@ -61,6 +64,7 @@ INDEX_SUFFIX = ".index.npy"
 LEGACY_META_SUFFIX = ".meta.json"  # format 1 kept metadata in a second file; never trusted now
 SEEK_STATE_SUFFIX = ".seekpoints"
 TRAILER_MAGIC = b"SJSONLix"
+PACKED_MAGIC = b"SJSONLpk"  # the first bytes of a compact index (sjsonl.index.packed)
 _TAIL = struct.Struct("<Q8s")  # metadata length, magic
 _MAX_META = 1 << 20
 _TEMP_MAX_AGE = 24 * 3600  # seconds after which anyone's leftover temp file is removed
@@ -79,7 +83,7 @@ def is_index_artifact(name: str) -> bool:
         [True, True, False]
     """
     base = name[:-4] if name.endswith(".tmp") else name  # temp files: "<final name>.<random>.tmp"
-    kinds = ("npy", "meta", "seekpoints", "schema", "badlines")
+    kinds = ("npy", "packed", "meta", "seekpoints", "schema", "badlines")
     return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in kinds
 
 
@@ -130,10 +134,11 @@ class IndexMeta:
 
 @dataclass
 class IndexFile:
-    """An index file: its offsets (read-only, mapped), its metadata and its identity; ``verified`` unless
+    """An index file: its offsets (read-only, mapped: a numpy array, or for a compact index a
+    :class:`~sjsonl.index.packed.PackedOffsets`), its metadata and its identity; ``verified`` unless
     read with ``verify=False`` (its O(records) checks still to run)."""
 
-    offsets: np.ndarray
+    offsets: Any
     meta: IndexMeta
     path: str
     identity: tuple[int, ...]
@@ -143,12 +148,16 @@ class IndexFile:
 def seek_state_path(index_path: str) -> str:
     """Where a storage's seek state (gzip seek points) lives beside the index ``index_path``.
 
+    Either format's (``.npy`` or compact ``.packed``): both record the same CRC-32, which binds them.
+
     Example:
         >>> seek_state_path("/data/train.jsonl.gz.index.npy")
         '/data/train.jsonl.gz.index.seekpoints'
     """
-    base = index_path[:-4] if index_path.endswith(".npy") else index_path
-    return base + SEEK_STATE_SUFFIX
+    for suffix in (".npy", ".packed"):
+        if index_path.endswith(suffix):
+            index_path = index_path[: -len(suffix)]
+    return index_path + SEEK_STATE_SUFFIX
 
 
 def _stem(data_path: str) -> str:
@@ -235,7 +244,8 @@ _VERIFIED: set[tuple[int, ...]] = set()
 
 
 def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True) -> IndexFile:
-    """Open, parse and verify an index file; map its offsets (read-only, O(1) memory). ``verify=False``
+    """Open, parse and verify an index file — plain ``.npy`` or compact (:mod:`.packed`, told apart by
+    the file's first bytes); map its offsets (read-only, O(1) memory). ``verify=False``
     leaves out the O(records) checks (CRC-32, order, bounds) unless this process already made them: the
     caller runs them before the first use of an offset (a dataset of many files checks each on first use).
 
@@ -269,23 +279,31 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
             if reason is not None:
                 raise UntrustedIndexError(f"index file {index_path} is not trusted: {reason}")
         identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        meta, header_len, trailer_len = _read_layout(fd, st.st_size, index_path)
-        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)  # the array keeps it alive; no fd needed after
-        offsets = _offsets_view(mm, meta, header_len, index_path)
+        meta, trailer_len = _read_trailer(fd, st.st_size, index_path)
+        if os.pread(fd, 8, 0) == PACKED_MAGIC:
+            from .packed import open_packed, verify_packed  # (it imports this module)
+
+            offsets: Any = open_packed(fd, st.st_size, meta, trailer_len, index_path)
+            check: Callable[[Any, IndexMeta, str], None] = verify_packed
+        else:
+            header_len = _read_npy_header(fd, st.st_size, meta, index_path)
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)  # the array keeps it alive; no fd needed after
+            offsets = _offsets_view(mm, meta, header_len, index_path)
+            if st.st_size != header_len + offsets.nbytes + trailer_len:
+                raise _fail(index_path, "has a size that does not match its header and trailer")
+            check = _verify
     finally:
         os.close(fd)
-    if st.st_size != header_len + offsets.nbytes + trailer_len:
-        raise _fail(index_path, "has a size that does not match its header and trailer")
     verified = identity in _VERIFIED
     if verify and not verified:
-        _verify(offsets, meta, index_path)
+        check(offsets, meta, index_path)
         _VERIFIED.add(identity)
         verified = True
     return IndexFile(offsets, meta, index_path, identity, verified)
 
 
-def _read_layout(fd: int, size: int, path: str) -> tuple[IndexMeta, int, int]:
-    """(metadata, array header length, trailer length) from the file's two ends."""
+def _read_trailer(fd: int, size: int, path: str) -> tuple[IndexMeta, int]:
+    """(metadata, trailer length) from the file's end: the same trailer for either format."""
     if size < _TAIL.size:
         raise _fail(path, "is not a complete sjsonl index (no trailer): empty or cut short")
     meta_len, magic = _TAIL.unpack(os.pread(fd, _TAIL.size, size - _TAIL.size))
@@ -298,6 +316,11 @@ def _read_layout(fd: int, size: int, path: str) -> tuple[IndexMeta, int, int]:
         meta = IndexMeta.from_json(raw)
     except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
         raise _fail(path, f"has malformed metadata: {one_line(str(exc))[:200]}") from None
+    return meta, meta_len + _TAIL.size
+
+
+def _read_npy_header(fd: int, size: int, meta: IndexMeta, path: str) -> int:
+    """The length of a plain index's ``.npy`` header, checked against its metadata."""
     head = io.BytesIO(os.pread(fd, min(size, 65536 + 16), 0))
     try:
         version = np.lib.format.read_magic(head)
@@ -311,7 +334,7 @@ def _read_layout(fd: int, size: int, path: str) -> tuple[IndexMeta, int, int]:
         raise _fail(path, f"holds {dtype.str} values, not little-endian unsigned integers")
     if fortran or shape != (meta.records,) or dtype != np.dtype(meta.dtype):
         raise _fail(path, "does not match its metadata (shape or dtype)")
-    return meta, head.tell(), meta_len + _TAIL.size
+    return head.tell()
 
 
 def _offsets_view(mm: Any, meta: IndexMeta, header_len: int, path: str) -> np.ndarray:
@@ -405,11 +428,16 @@ def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
         raise
 
 
-def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta) -> str:
+def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta, *, compact: bool = False) -> str:
     """Write ``offsets`` and ``meta`` as one index file, atomically. Returns ``index_path``.
 
+    ``compact``: in the compact format (:func:`~sjsonl.index.packed.write_packed_index`), not ``.npy``.
     A format-1 metadata file beside it (``*.index.meta.json``, which other tools took for data) is
     removed."""
+    if compact:
+        from .packed import write_packed_index  # (it imports this module)
+
+        return write_packed_index(index_path, offsets, meta)
     directory = os.path.dirname(index_path) or "."
     os.makedirs(directory, exist_ok=True)
     blob = meta.to_json()
@@ -429,15 +457,23 @@ def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta) -> str:
 _CANNOT_WRITE = (errno.EPERM, errno.EACCES, errno.EROFS)
 
 
-def write_index_somewhere(data_path: str, offsets: np.ndarray, meta: IndexMeta, index_dir: str | None) -> str:
+def write_index_somewhere(
+    data_path: str, offsets: np.ndarray, meta: IndexMeta, index_dir: str | None, *, compact: bool = False
+) -> str:
     """Write to the first trusted place that takes it (see :func:`candidate_index_paths`); the private
-    cache, created with mode 0700, is the last resort."""
+    cache, created with mode 0700, is the last resort. ``compact``: as ``<stem>.index.packed``; the
+    index in the other format at the same place, if any, is removed (one index per place)."""
     places = candidate_index_paths(data_path, index_dir)
     for k, path in enumerate(places):
+        other = path[:-4] + ".packed"  # (sjsonl.index.packed.packed_index_path)
+        target, other = (other, path) if compact else (path, other)
         try:
             if path == places[-1]:
                 os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            return write_index(path, offsets, meta)
+            written = write_index(target, offsets, meta, compact=compact)
+            with contextlib.suppress(OSError):
+                os.unlink(other)
+            return written
         except OSError as exc:
             if exc.errno not in _CANNOT_WRITE or k == len(places) - 1:
                 raise
