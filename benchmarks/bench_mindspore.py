@@ -161,7 +161,8 @@ def _ttfb_rows(path: str, work: str, repeats_hf: int) -> list[dict]:
         out.append(_row(title, BASELINE, f"{t_hf:.3f} s", "1.0×", f"{size}; {hf_repeats} runs"))
         for variant, our_make in ours:
             t_ours = _ttfb(our_make, 5)
-            ratio = f"{t_hf / t_ours:.0f}× faster" if t_ours < t_hf else f"{t_hf / t_ours:.2f}×"
+            r = t_hf / t_ours
+            ratio = f"{r:.0f}× faster" if r >= 10 else f"{r:.2f}× faster" if r > 1 else f"{r:.2f}×"
             out.append(_row(title, variant, f"{t_ours:.3f} s", ratio, f"{size}; 5 runs"))
     return out
 
