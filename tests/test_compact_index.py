@@ -47,8 +47,13 @@ def decoder(request, monkeypatch):
 
 
 def views(offsets: np.ndarray, log2_block: int):
-    """The compiled view (when built) and the numpy view of ``offsets`` encoded."""
+    """The compiled view (when built) and the numpy view of ``offsets`` encoded — by numpy and, when
+    it is built, by the compiled encoder, which must write the very same bytes."""
     headers, packed = encode(offsets, log2_block)
+    if native is not None:
+        for dtype in {offsets.dtype, np.dtype(np.uint64)}:
+            h, p = encode(offsets.astype(dtype), log2_block, native)
+            assert np.array_equal(h, headers) and np.array_equal(p, packed)
     blob = headers.tobytes() + packed.tobytes()
     out = [NumpyView(headers, packed, len(offsets), log2_block)]
     if native is not None:
@@ -105,10 +110,33 @@ def test_offsets_past_4_gib_through_an_index_file(tmp_path, decoder):
     assert found.crc32() == meta_of(offsets, DataStamp(size, 1, "x"), "/big.jsonl").checksum
 
 
-def test_encoder_refuses_offsets_that_do_not_increase():
-    for bad in ([0, 5, 5], [0, 9, 3], [*range(200), 150]):
-        with pytest.raises(ValueError, match="increase"):
-            encode(np.array(bad, dtype=np.uint64), 3)
+def test_encoders_refuse_offsets_that_do_not_increase():
+    for bad in ([0, 5, 5], [0, 9, 3], [*range(200), 150], [7, 8, 8, 9]):
+        for way in [None] if native is None else [None, native]:
+            with pytest.raises(ValueError, match="increase"):
+                encode(np.array(bad, dtype=np.uint64), 3, way)
+            with pytest.raises(ValueError, match="increase"):
+                encode(np.array(bad, dtype=np.uint32), 1, way)
+
+
+def test_the_extension_refuses_what_it_cannot_read():
+    if native is None:
+        missing("the compiled decoder (sjsonl.index._packed) is not built here", "SJSONL_REQUIRE_NATIVE")
+    headers, packed = encode(np.array([0, 3, 9], np.uint64), 1)
+    blob = headers.tobytes() + packed.tobytes()
+    with pytest.raises(ValueError, match="does not fit"):
+        native.PackedView(blob, 3, 1, 0, headers.nbytes, len(packed) + 1)
+    view = native.PackedView(blob, 3, 1, 0, headers.nbytes, len(packed))
+    with pytest.raises(TypeError, match="uint64"):
+        view.decode(0, 3, np.empty(3, np.float64))
+    with pytest.raises(ValueError, match="too small"):
+        view.decode(0, 3, np.empty(2, np.uint64))
+    with pytest.raises(TypeError, match="unsigned"):
+        native.plan(np.array([0.0, 1.0]), 1, np.empty((1, 2), np.uint64))
+    corrupt = bytearray(blob)
+    corrupt[8 + 5] = 0x3F  # block 0's width: 63 bits
+    with pytest.raises(ValueError, match="corrupt"):
+        native.PackedView(bytes(corrupt), 3, 1, 0, headers.nbytes, len(packed))[1]
 
 
 def open_both(path: Path, tmp_path: Path, **kwargs):

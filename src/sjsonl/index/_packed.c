@@ -14,6 +14,14 @@
  *   view.decode(lo, hi, out)             offsets lo..hi-1 into out (a writable uint64 buffer)
  *   view.gather(indices, out)            offsets at int64 `indices` into out (uint64)
  *
+ * and the encoder, byte for byte what packed_codec.encode writes with numpy:
+ *
+ *   plan(offsets, log2_block, headers) -> bits     every block header (base, bit position, width, min
+ *                                                  gap) into headers (uint64, 2 a block); ValueError if
+ *                                                  the offsets do not strictly increase or do not fit
+ *   pack(offsets, log2_block, headers, packed)     the residuals into packed (uint8, zeroed, with the
+ *                                                  8 bytes of padding)
+ *
  * Every read is checked against the buffer (a width over 56 bits or residuals past the end raise
  * ValueError), so even an index whose checks were deferred can never read outside its map. Built by
  * setup.py as an optional extension: without it packed.py decodes with numpy, to the same offsets
@@ -46,6 +54,7 @@ static inline uint64_t load64(const unsigned char *p) {
 }
 
 #define POS_MASK ((1ULL << 40) - 1)
+#define MAX_MIN ((1ULL << 18) - 1)
 
 static void corrupt(void) { PyErr_SetString(PyExc_ValueError, "compact index is corrupt (a block header)"); }
 
@@ -249,6 +258,160 @@ static PyObject *view_gather(PackedView *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- the encoder */
+
+typedef struct {
+    const unsigned char *p;
+    int size;
+    Py_ssize_t n;
+} Offsets;
+
+static inline uint64_t offset_of(const Offsets *o, Py_ssize_t i) {
+    switch (o->size) {
+    case 1: return o->p[i];
+    case 2: { uint16_t v; memcpy(&v, o->p + 2 * i, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, o->p + 4 * i, 4); return v; }
+    default: { uint64_t v; memcpy(&v, o->p + 8 * i, 8); return v; }
+    }
+}
+
+/* A native-order unsigned integer array (offsets) or a uint64/uint8 one to write into (out_size). */
+static int get_array(PyObject *obj, Py_buffer *b, int writable, int want_size) {
+    int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, b, flags) < 0) return -1;
+    const char *fmt = (b->format && *b->format) ? b->format : "B";
+    char kind = fmt[strlen(fmt) - 1];
+    int native_order = PY_LITTLE_ENDIAN ? (fmt[0] != '>' && fmt[0] != '!') : (fmt[0] != '<');
+    int size = (int)b->itemsize;
+    int ok = native_order && strchr("BHILQ", kind) != NULL && (size == 1 || size == 2 || size == 4 || size == 8);
+    if (!ok || (want_size && size != want_size)) {
+        PyBuffer_Release(b);
+        PyErr_SetString(PyExc_TypeError, want_size == 8 ? "expected a native-order uint64 array"
+                        : want_size == 1 ? "expected a uint8 array" : "offsets must be native-order unsigned integers");
+        return -1;
+    }
+    return 0;
+}
+
+static inline unsigned bits_of(uint64_t v) { return v ? 64 - (unsigned)__builtin_clzll(v) : 0; }
+
+static PyObject *mod_plan(PyObject *self, PyObject *args) {
+    PyObject *src, *dst;
+    int log2_block;
+    Py_buffer ob, hb;
+    if (!PyArg_ParseTuple(args, "OiO", &src, &log2_block, &dst)) return NULL;
+    if (log2_block < 1 || log2_block > 16) {
+        PyErr_SetString(PyExc_ValueError, "log2_block must be 1..16");
+        return NULL;
+    }
+    if (get_array(src, &ob, 0, 0) < 0) return NULL;
+    if (get_array(dst, &hb, 1, 8) < 0) {
+        PyBuffer_Release(&ob);
+        return NULL;
+    }
+    Offsets o = {(const unsigned char *)ob.buf, (int)ob.itemsize, ob.len / ob.itemsize};
+    Py_ssize_t block = (Py_ssize_t)1 << log2_block, blocks = o.n ? (o.n - 1) / block + 1 : 0;
+    const char *why = NULL;
+    uint64_t total = 0;
+    if (hb.len / 16 < blocks) why = "headers is too small";
+    if (!why && o.n && offset_of(&o, o.n - 1) >= (1ULL << 63)) why = "offsets beyond 2**63";
+    uint64_t *hdr = (uint64_t *)hb.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < blocks && !why; b++) {
+        Py_ssize_t lo = b * block, count = o.n - lo < block ? o.n - lo : block;
+        uint64_t prev = offset_of(&o, lo), lowest = UINT64_MAX, highest = 0;
+        if (b > 0 && prev <= offset_of(&o, lo - 1)) why = "offsets must strictly increase";
+        for (Py_ssize_t j = 1; j < count && !why; j++) {
+            uint64_t cur = offset_of(&o, lo + j);
+            if (cur <= prev) why = "offsets must strictly increase";
+            uint64_t gap = cur - prev;
+            if (gap < lowest) lowest = gap;
+            if (gap > highest) highest = gap;
+            prev = cur;
+        }
+        if (why) break;
+        uint64_t min = count > 1 ? (lowest < MAX_MIN ? lowest : MAX_MIN) : 1;
+        unsigned w = count > 1 ? bits_of(highest - min) : 0;
+        if (w > 56) { why = "a record is too large for a compact index"; break; }
+        hdr[2 * b] = offset_of(&o, lo);
+        hdr[2 * b + 1] = total | ((uint64_t)w << 40) | (min << 46);
+        total += (uint64_t)(count - 1) * w;
+        if (total >= (1ULL << 40)) why = "too many records for a compact index";
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&hb);
+    if (why) {
+        PyErr_SetString(PyExc_ValueError, why);
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(total);
+}
+
+static PyObject *mod_pack(PyObject *self, PyObject *args) {
+    PyObject *src, *headers, *dst;
+    int log2_block;
+    Py_buffer ob, hb, pb;
+    if (!PyArg_ParseTuple(args, "OiOO", &src, &log2_block, &headers, &dst)) return NULL;
+    if (log2_block < 1 || log2_block > 16) {
+        PyErr_SetString(PyExc_ValueError, "log2_block must be 1..16");
+        return NULL;
+    }
+    if (get_array(src, &ob, 0, 0) < 0) return NULL;
+    if (get_array(headers, &hb, 0, 8) < 0) {
+        PyBuffer_Release(&ob);
+        return NULL;
+    }
+    if (get_array(dst, &pb, 1, 1) < 0) {
+        PyBuffer_Release(&ob);
+        PyBuffer_Release(&hb);
+        return NULL;
+    }
+    Offsets o = {(const unsigned char *)ob.buf, (int)ob.itemsize, ob.len / ob.itemsize};
+    Py_ssize_t block = (Py_ssize_t)1 << log2_block, blocks = o.n ? (o.n - 1) / block + 1 : 0;
+    const uint64_t *hdr = (const uint64_t *)hb.buf;
+    unsigned char *out = (unsigned char *)pb.buf;
+    uint64_t nbits = pb.len >= 8 ? (uint64_t)(pb.len - 8) * 8 : 0;
+    int bad = hb.len / 16 < blocks;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < blocks && !bad; b++) {
+        Py_ssize_t lo = b * block, count = o.n - lo < block ? o.n - lo : block;
+        uint64_t info = hdr[2 * b + 1], pos = info & POS_MASK, min = info >> 46;
+        unsigned w = (unsigned)((info >> 40) & 63);
+        if (w > 56 || pos + (uint64_t)(count - 1) * w > nbits) { bad = 1; break; }
+        if (w == 0) continue;
+        uint64_t prev = offset_of(&o, lo);
+        for (Py_ssize_t j = 1; j < count; j++, pos += w) {
+            uint64_t cur = offset_of(&o, lo + j), word;
+            memcpy(&word, out + (pos >> 3), 8);
+#if !PY_LITTLE_ENDIAN
+            word = __builtin_bswap64(word);
+#endif
+            word |= (cur - prev - min) << (pos & 7);
+#if !PY_LITTLE_ENDIAN
+            word = __builtin_bswap64(word);
+#endif
+            memcpy(out + (pos >> 3), &word, 8);
+            prev = cur;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&pb);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "headers do not fit these offsets and this output");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"plan", mod_plan, METH_VARARGS, "plan(offsets, log2_block, headers) -> bits of residuals"},
+    {"pack", mod_pack, METH_VARARGS, "pack(offsets, log2_block, headers, packed): write the residuals"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef view_methods[] = {
     {"span", (PyCFunction)view_span, METH_VARARGS, "span(i, end) -> (start, stop) of record i"},
     {"decode", (PyCFunction)view_decode, METH_VARARGS, "decode(lo, hi, out): offsets lo..hi-1 into out"},
@@ -273,7 +436,7 @@ static PyTypeObject PackedViewType = {
     .tp_new = PyType_GenericNew,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_packed", NULL, -1, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_packed", NULL, -1, module_methods};
 
 PyMODINIT_FUNC PyInit__packed(void) {
     if (PyType_Ready(&PackedViewType) < 0) return NULL;

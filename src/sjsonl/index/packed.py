@@ -213,7 +213,7 @@ def write_packed_index(
 ) -> str:
     """Write ``offsets`` (strictly increasing) and ``meta`` as one compact index file, atomically.
     Returns ``index_path``. ``meta`` is the plain index's (:func:`~sjsonl.index.store.meta_of`)."""
-    headers, packed = encode(np.asarray(offsets), log2_block)
+    headers, packed = encode(np.asarray(offsets), log2_block, NATIVE)
     head = _HEADER.pack(PACKED_MAGIC, PACKED_VERSION, log2_block, len(offsets), len(headers), len(packed))
     blob = meta.to_json()
 

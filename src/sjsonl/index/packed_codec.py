@@ -18,7 +18,9 @@ This module is the numpy side — the encoder (used always) and a decoder with t
 compiled ``_packed.PackedView`` (used when the extension was not built, or ``$SJSONL_SCAN=numpy``).
 
 Example:
-    >>> import numpy as np
+    >>> from typing import Any
+
+import numpy as np
     >>> offsets = np.array([0, 10, 25, 27, 100], dtype=np.uint32)
     >>> headers, packed = encode(offsets, 1)          # blocks of two records
     >>> view = NumpyView(headers, packed, len(offsets), 1)
@@ -27,6 +29,8 @@ Example:
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -75,12 +79,24 @@ def _block_fields(vals: np.ndarray, block: int) -> tuple[np.ndarray, ...]:
     return grid[:, 0].astype(np.uint64), counts, mins.astype(np.uint64), widths, residuals, valid
 
 
-def encode(offsets: np.ndarray, log2_block: int) -> tuple[np.ndarray, np.ndarray]:
+def encode(offsets: np.ndarray, log2_block: int, native: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """``(headers, packed)``: the (blocks, 2) uint64 block headers and the residual bit stream (uint8,
-    with its 8 bytes of padding) of strictly increasing ``offsets``. Raises ``ValueError`` otherwise."""
+    with its 8 bytes of padding) of strictly increasing ``offsets``. Raises ``ValueError`` otherwise.
+
+    ``native``: the compiled module (``_packed``), whose ``plan`` and ``pack`` write the same bytes
+    some 30x faster; ``None`` encodes with numpy."""
     block = 1 << log2_block
     n = len(offsets)
     nb = -(-n // block)
+    if native is not None:
+        offsets = np.ascontiguousarray(offsets)
+        if offsets.dtype.kind != "u" or not offsets.dtype.isnative:
+            offsets = offsets.astype(np.uint64)
+        headers = np.zeros((nb, 2), dtype=np.uint64)
+        total = native.plan(offsets, log2_block, headers)
+        packed = np.zeros((total + 7) // 8 + 8, dtype=np.uint8)
+        native.pack(offsets, log2_block, headers, packed)
+        return headers.astype("<u8", copy=False), packed
     if n and int(np.max(offsets)) >= 1 << 63:
         raise ValueError("offsets beyond 2**63")
     firsts = offsets[block::block]  # each block's first offset must exceed the last of the block before
