@@ -1,7 +1,7 @@
 """Run every benchmark and print one markdown report (the README's tables come from here).
 
-    python benchmarks/run.py [--quick] [--only core,sampling,mindspore,storage,gzip,pipeline,cold,decode]
-                             [--out benchmarks/results.md]
+    python benchmarks/run.py [--quick] [--out benchmarks/results.md]
+        [--only core,sampling,mindspore,storage,gzip,pipeline,cold,decode,append,billion]
 
 Medians of repeated runs; every ratio is against a baseline measured in the same run.
 """
@@ -27,6 +27,8 @@ SUITES = {
     "pipeline": ("bench_pipeline", "Mixtures, and background prefetch on a storage with 5 ms latency"),
     "cold": ("bench_cold", "Cold page cache: random ds[i], shuffled passes, read-ahead, block shuffle"),
     "decode": ("bench_decode", "Partial (fields=) and typed (schema=) decoding vs a full parse"),
+    "append": ("bench_append", "Reopening after a 1% append (index extended) vs a full index build"),
+    "billion": ("bench_billion", "10^9 records in 1,000 files: open time, memory, checked reads"),
 }
 
 
