@@ -152,3 +152,22 @@ def test_splits_each_go_their_own_way(tmp_path):
     sliced = load_dataset("json", data_files=files, split="train[:5]", cache_dir=str(tmp_path / "i2"),
                           early_start=True)  # fmt: skip
     assert isinstance(sliced.source, MapSource) and len(rows(sliced)) == 5
+
+
+def test_a_forked_child_opens_the_index_itself(tmp_path):
+    import multiprocessing
+
+    path = write(tmp_path / "d.jsonl")
+    gate, early, source = gated(path, tmp_path / "idx")  # the parent's open waits: the child must not
+
+    def child() -> None:
+        gate.set()  # the child's own open may go; the parent's thread, still waiting, is not in the child
+        assert [int(r[0]) for r in source] == list(range(N))  # streamed, then counted against its own open
+        assert early.ready() and len(early.dataset()) == N
+        os._exit(0)
+
+    proc = multiprocessing.get_context("fork").Process(target=child)
+    proc.start()
+    proc.join(60)
+    gate.set()
+    assert proc.exitcode == 0

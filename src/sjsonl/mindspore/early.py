@@ -21,7 +21,8 @@ What an early-started dataset does not know up front is its length: the source i
 takes ``len()`` when the dataset is built), so ``get_dataset_size()`` counts by reading, and MindSpore
 cannot shard it — the source shards itself (``num_shards``/``shard_id``: records ``shard_id``,
 ``shard_id + num_shards``, …, as the random-access source). ``gd.source.ds`` waits for the indexed
-dataset; ``gd.source.wait()`` also waits for the check of the column types.
+dataset; ``gd.source.wait()`` also waits for the check of the column types. A forked child (which has no
+copy of the background thread) streams, and opens the indexed dataset itself when it needs it.
 
 Example:
     >>> import os, tempfile
@@ -40,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -74,19 +76,27 @@ class EarlyStart:
     """
 
     def __init__(self, stream: Any, open_dataset: Callable[[], Any]) -> None:
-        self.stream = stream
+        self.stream, self._open_dataset = stream, open_dataset
         # one worker: the schema check (submitted later) runs after the open, on the same thread
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="sjsonl-early-index")
         self._opened: Future[Any] = self._worker.submit(open_dataset)
         self._checked: Future[None] | None = None
         self.problem: BaseException | None = None  # the column types the check found, once it has
+        self._pid, self._forked = os.getpid(), None  # a forked child has no background thread
 
     def ready(self) -> bool:
         """Whether the indexed dataset is open (it then serves every pass that starts)."""
+        if os.getpid() != self._pid:
+            return self._forked is not None
         return self._opened.done() and self._opened.exception() is None
 
     def dataset(self) -> Any:
-        """The indexed dataset, waiting for it (and raising what opening it raised)."""
+        """The indexed dataset, waiting for it (and raising what opening it raised). In a forked child,
+        where the parent's thread does not run, it is opened there, once."""
+        if os.getpid() != self._pid:
+            if self._forked is None:
+                self._forked = self._open_dataset()
+            return self._forked
         return self._opened.result()
 
     def check_schema(self, provisional: Schema, full_schema: Callable[[Any], Schema]) -> None:
@@ -115,7 +125,7 @@ class EarlyStart:
     def wait(self) -> Any:
         """The indexed dataset once the background work (the open, then any check) has finished."""
         ds = self.dataset()
-        if self._checked is not None:
+        if self._checked is not None and os.getpid() == self._pid:
             self._checked.result()
         return ds
 
