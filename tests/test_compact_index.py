@@ -21,7 +21,7 @@ from sjsonl.errors import IndexFileError, InvalidArgumentError
 from sjsonl.index import packed as packed_module
 from sjsonl.index.packed import PackedOffsets, write_packed_index
 from sjsonl.index.packed_codec import NumpyView, encode
-from sjsonl.index.store import meta_of, read_index
+from sjsonl.index.store import is_index_artifact, meta_of, read_index
 from sjsonl.sample import write_corpus
 from sjsonl.source import IndexedFile
 from sjsonl.storage import DataStamp
@@ -335,6 +335,46 @@ def test_an_append_extends_a_compact_index_in_its_format(tmp_path, decoder):
     assert Path(after.index_paths[0]).read_bytes()[:-200] == Path(full.index_paths[0]).read_bytes()[:-200]
     copy = pickle.loads(old)  # opened before the append: its 4000 records, from the extended file
     assert len(copy) == 4000 and copy[3999] == before[3999]
+
+
+def test_a_gzip_file_keeps_its_seek_points_with_a_compact_index(tmp_path):
+    import gzip
+
+    plain_path = tmp_path / "d.jsonl"
+    write_corpus(plain_path, 2000, kind="short", seed=9)
+    path = tmp_path / "d.jsonl.gz"
+    path.write_bytes(gzip.compress(plain_path.read_bytes()))
+    where = tmp_path / "ix"
+    first = JSONLDataset(path, index_dir=where, compact=True)
+    names = sorted(os.listdir(where))
+    assert [n.rsplit(".", 1)[1] for n in names] == ["packed", "seekpoints"]
+    assert all(is_index_artifact(n) for n in names) and is_index_artifact("d.index.packed.x-1.abc.tmp")
+    again = JSONLDataset(path, index_dir=where)
+    assert (
+        again._files[0].index_origin == "found"
+        and again[1999] == first[1999] == JSONLDataset(plain_path)[1999]
+    )
+
+
+def test_a_rebuild_keeps_the_compact_format(tmp_path):
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 1000, kind="short", seed=10)
+    where = tmp_path / "ix"
+    JSONLDataset(path, index_dir=where, compact=True)
+    write_corpus(path, 1200, kind="short", seed=11)  # rewritten: stale
+    rebuilt = JSONLDataset(path, index_dir=where)
+    assert rebuilt._files[0].index_origin == "built" and rebuilt.index_paths[0].endswith(".packed")
+    assert len(rebuilt) == 1200 and len(os.listdir(where)) == 1
+
+
+def test_the_seed_api_writes_the_plain_npy_whatever_the_size(tmp_path, monkeypatch):
+    from sjsonl import JSONLIndexer
+
+    path = tmp_path / "d.jsonl"
+    write_corpus(path, 500, kind="short", seed=12)
+    monkeypatch.setattr(packed_module, "AUTO_COMPACT_BYTES", 1)
+    written = JSONLIndexer(str(path)).write_index_to_disk()
+    assert written.endswith(".index.npy") and len(np.load(written)) == 500
 
 
 def test_cli_index_compact_and_info(tmp_path):

@@ -45,7 +45,7 @@ from .badlines import MAX_REPORTED, BadLineWarning, check_policy
 from .dataset import JSONLDataset
 from .document import layouts_for
 from .errors import RecordDecodeError, SJSONLError
-from .index.build import build_layout, find_index, save_index
+from .index.build import build_layout, find_index, format_on_disk, save_index
 from .indexer import InvalidRecordsError
 from .storage import is_url, open_storage
 from .storage.zip import expand_archives
@@ -118,6 +118,8 @@ def index_file(
     found = None if rebuild else find_index(storage, index_dir=index_dir, layouts=layouts)[0]
     if found is not None and compact is not None and found.compact != compact:
         found = None  # asked for the other format: written anew
+    if compact is None:  # a compact index stays compact when rebuilt
+        compact = format_on_disk(storage.path, index_dir)
     if found is not None:
         written: str = found.path or ""
         stamp, records = found.stamp, len(found.offsets)

@@ -116,6 +116,7 @@ class JSONLIndexer:
             index_dir=self.index_dir,
             index_path=where,
             layout=self.layout,
+            compact=None if where else False,  # the seed's API writes the seed's .npy
         )
 
     def __len__(self) -> int:

@@ -225,6 +225,13 @@ def index_names(data_path: str, index_dir: str | None, compact: bool | None = No
     return out
 
 
+def format_on_disk(data_path: str, index_dir: str | None) -> bool | None:
+    """True when a compact index file of ``data_path`` is in one of its places (fresh or not), else None:
+    a stale or corrupt compact index is rebuilt compact — the format, once chosen, stays."""
+    names = index_names(data_path, index_dir)
+    return any(p.endswith(".packed") and os.path.exists(p) for p in names) or None
+
+
 def explicit_is_compact(index_path: str, compact: bool | None) -> bool:
     """The format of an index file named by the caller: its name says (``*.packed`` compact, anything
     else plain — a ``.npy`` is always what ``np.load`` reads); a contradicting ``compact`` is refused."""
@@ -335,9 +342,7 @@ def load_or_build_index(
     if found is not None and compact is not None and found.compact != compact and not index_path and build:
         found = _convert(storage, found, compact, index_dir)
     if found is None and compact is None and not index_path:
-        # a compact index that is stale or corrupt is rebuilt compact: the format, once chosen, stays
-        names = index_names(storage.path, index_dir)
-        compact = any(p.endswith(".packed") and os.path.exists(p) for p in names) or None
+        compact = format_on_disk(storage.path, index_dir)
     if found is None:
         found = _build(
             storage, problems, build, index_dir, index_path, workers, progress, layouts[0], compact
