@@ -181,7 +181,7 @@ class PackedOffsets:
         step = 1 << 20
         little = self.dtype.newbyteorder("<")
         for lo in range(0, self.n, step):
-            crc = zlib.crc32(self.decode(lo, min(self.n, lo + step)).astype(little).tobytes(), crc)
+            crc = zlib.crc32(self.decode(lo, min(self.n, lo + step)).astype(little).data, crc)
         return crc
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -279,7 +279,7 @@ def verify_packed(offsets: PackedOffsets, meta: IndexMeta, path: str) -> None:
             last = int(chunk[-1])
             if last > limit:
                 raise _fail(path, f"is corrupt (an offset does not fit its {offsets.dtype})")
-            crc = zlib.crc32(chunk.astype(little).tobytes(), crc)
+            crc = zlib.crc32(chunk.astype(little).data, crc)
     except ValueError as exc:  # the decoder's own bounds checks
         raise _fail(path, f"is corrupt ({exc})") from None
     if crc != meta.checksum:
