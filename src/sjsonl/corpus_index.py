@@ -45,7 +45,8 @@ from .badlines import MAX_REPORTED, BadLineWarning, check_policy
 from .dataset import JSONLDataset
 from .document import layouts_for
 from .errors import RecordDecodeError, SJSONLError
-from .index.build import build_layout, find_index, format_on_disk, save_index
+from .index.build import build_layout, find_index, save_index
+from .index.packed import format_on_disk
 from .indexer import InvalidRecordsError
 from .storage import is_url, open_storage
 from .storage.zip import expand_archives

@@ -21,15 +21,14 @@ from typing import Any
 import numpy as np
 
 from .._progress import Progress
-from ..errors import IndexFileError, InvalidArgumentError, SJSONLError, StaleDataError, StaleIndexError
+from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
 from ..storage import DataStamp, LocalFile, Storage, is_url
 from .append import extend_grown_index
 from .elements import NotADocument, field_of, scan_elements
-from .packed import PACKED_SUFFIX, packed_index_path, wants_compact
+from .packed import PACKED_SUFFIX, explicit_is_compact, format_on_disk, index_names, wants_compact
 from .scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from .store import (
     LEGACY_META_SUFFIX,
-    candidate_index_paths,
     default_cache_dir,
     index_dir_from_env,
     meta_of,
@@ -208,41 +207,6 @@ def find_index(
         )
         return loaded, problems
     return None, problems
-
-
-def index_names(data_path: str, index_dir: str | None, compact: bool | None = None) -> list[str]:
-    """Every index file name of ``data_path`` to try, place by place: plain, then compact (the reverse
-    when ``compact`` is True).
-
-    Example:
-        >>> [os.path.basename(p) for p in index_names("/d/t.jsonl", "/tmp/ix")]  # doctest: +ELLIPSIS
-        ['t-....index.npy', 't-....index.packed']
-    """
-    out = []
-    for place in candidate_index_paths(data_path, index_dir):
-        pair = [place, packed_index_path(place)]
-        out += pair[::-1] if compact else pair
-    return out
-
-
-def format_on_disk(data_path: str, index_dir: str | None) -> bool | None:
-    """True when a compact index file of ``data_path`` is in one of its places (fresh or not), else None:
-    a stale or corrupt compact index is rebuilt compact — the format, once chosen, stays."""
-    names = index_names(data_path, index_dir)
-    return any(p.endswith(".packed") and os.path.exists(p) for p in names) or None
-
-
-def explicit_is_compact(index_path: str, compact: bool | None) -> bool:
-    """The format of an index file named by the caller: its name says (``*.packed`` compact, anything
-    else plain — a ``.npy`` is always what ``np.load`` reads); a contradicting ``compact`` is refused."""
-    named = index_path.endswith(".packed")
-    if compact is not None and bool(compact) != named:
-        want = "compact" if compact else "plain"
-        raise InvalidArgumentError(
-            f"index_path {index_path} names a {'compact' if named else 'plain'} index but compact={compact} "
-            f"asks for a {want} one: name a compact index *.index.packed, a plain one *.index.npy"
-        )
-    return named
 
 
 def save_index(

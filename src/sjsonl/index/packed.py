@@ -42,8 +42,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
+from .atomic import _atomic_write
 from .packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
-from .store import _TAIL, PACKED_MAGIC, TRAILER_MAGIC, IndexMeta, _atomic_write, _fail
+from .store import _TAIL, PACKED_MAGIC, TRAILER_MAGIC, IndexMeta, _fail, candidate_index_paths
 
 PACKED_SUFFIX = ".index.packed"
 PACKED_VERSION = 1
@@ -94,6 +96,41 @@ def wants_compact(compact: bool | None, records: int, dtype: np.dtype) -> bool:
     if compact is not None:
         return bool(compact)
     return records * np.dtype(dtype).itemsize >= AUTO_COMPACT_BYTES
+
+
+def index_names(data_path: str, index_dir: str | None, compact: bool | None = None) -> list[str]:
+    """Every index file name of ``data_path`` to try, place by place: plain, then compact (the reverse
+    when ``compact`` is True).
+
+    Example:
+        >>> [os.path.basename(p) for p in index_names("/d/t.jsonl", "/tmp/ix")]  # doctest: +ELLIPSIS
+        ['t-....index.npy', 't-....index.packed']
+    """
+    out = []
+    for place in candidate_index_paths(data_path, index_dir):
+        pair = [place, packed_index_path(place)]
+        out += pair[::-1] if compact else pair
+    return out
+
+
+def format_on_disk(data_path: str, index_dir: str | None) -> bool | None:
+    """True when a compact index file of ``data_path`` is in one of its places (fresh or not), else None:
+    a stale or corrupt compact index is rebuilt compact — the format, once chosen, stays."""
+    names = index_names(data_path, index_dir)
+    return any(p.endswith(".packed") and os.path.exists(p) for p in names) or None
+
+
+def explicit_is_compact(index_path: str, compact: bool | None) -> bool:
+    """The format of an index file named by the caller: its name says (``*.packed`` compact, anything
+    else plain — a ``.npy`` is always what ``np.load`` reads); a contradicting ``compact`` is refused."""
+    named = index_path.endswith(".packed")
+    if compact is not None and bool(compact) != named:
+        want = "compact" if compact else "plain"
+        raise InvalidArgumentError(
+            f"index_path {index_path} names a {'compact' if named else 'plain'} index but compact={compact} "
+            f"asks for a {want} one: name a compact index *.index.packed, a plain one *.index.npy"
+        )
+    return named
 
 
 class PackedOffsets:

@@ -42,10 +42,7 @@ import io
 import json
 import mmap
 import os
-import socket
 import struct
-import tempfile
-import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +54,7 @@ from ..errors import IndexFileError, InvalidArgumentError, SJSONLError, one_line
 from ..storage import DataStamp, is_url
 from ..storage.local import open_regular_file
 from ..storage.zip import split_member
+from .atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: the tests read temp names)
 from .trust import untrusted_reason, warn_untrusted
 
 FORMAT_VERSION = 2
@@ -67,7 +65,6 @@ TRAILER_MAGIC = b"SJSONLix"
 PACKED_MAGIC = b"SJSONLpk"  # the first bytes of a compact index (sjsonl.index.packed)
 _TAIL = struct.Struct("<Q8s")  # metadata length, magic
 _MAX_META = 1 << 20
-_TEMP_MAX_AGE = 24 * 3600  # seconds after which anyone's leftover temp file is removed
 
 
 class UntrustedIndexError(IndexFileError):
@@ -370,62 +367,6 @@ def meta_of(
     known, checksum = crc_of
     checksum = zlib.crc32(np.ascontiguousarray(offsets[known:]).data.cast("B"), checksum)
     return IndexMeta(stamp, len(offsets), str(offsets.dtype), data_path, checksum, layout=layout)
-
-
-def _temp_tag() -> str:
-    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-    return f"{host}-{os.getpid()}"
-
-
-def _remove_stale_temps(path: str) -> None:
-    """Remove temp files an earlier writer of ``path`` left when it was killed: this host's whose
-    process is gone, and anyone's older than a day (another host's writer may still be running)."""
-    directory, name = os.path.split(path)
-    mine = _temp_tag().split("-")[0]
-    try:
-        entries = os.listdir(directory or ".")
-    except OSError:
-        return
-    for entry in entries:
-        if not (entry.startswith(name + ".") and entry.endswith(".tmp")):
-            continue
-        full = os.path.join(directory, entry)
-        tag = entry[len(name) + 1 :].split(".")[0]
-        host, _, pid = tag.partition("-")
-        try:
-            old = time.time() - os.lstat(full).st_mtime > _TEMP_MAX_AGE
-            if old or (host == mine and pid.isdigit() and not _alive(int(pid))):
-                os.unlink(full)
-        except OSError:
-            continue
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
-    directory = os.path.dirname(path) or "."
-    _remove_stale_temps(path)
-    prefix = f"{os.path.basename(path)}.{_temp_tag()}."
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta, *, compact: bool = False) -> str:
