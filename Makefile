@@ -8,8 +8,9 @@ PIP    := $(PY) -m pip install -q --disable-pip-version-check -c constraints-tes
 
 .PHONY: demo test lint bench clean
 
-# setup.py builds the compiled newline scan (optional: without a C compiler the numpy scan is used)
-$(VENV)/.core: pyproject.toml setup.py src/sjsonl/index/_newlines.c constraints-test.txt
+# setup.py builds the compiled newline scan and compact-index decoder (optional: without a C compiler
+# their numpy twins are used)
+$(VENV)/.core: pyproject.toml setup.py src/sjsonl/index/_newlines.c src/sjsonl/index/_packed.c constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e '.[progress]'
@@ -30,7 +31,7 @@ lint: $(VENV)/.all
 # The whole suite with the compiled scan, then every scan and index test again with the numpy fallback.
 SCAN_TESTS := tests/test_scan.py tests/test_scan_stream.py tests/test_index_files.py \
 	tests/test_index_integrity.py tests/test_real_files.py tests/test_storage_blocks.py tests/test_bad_lines.py \
-	tests/test_compact_index.py
+	tests/test_compact_index.py tests/test_append.py
 
 test: $(VENV)/.all lint
 	$(PY) -m pytest -q
