@@ -45,7 +45,7 @@ from ..schema import infer_schema as infer_record_schema
 from ..streaming import JSONLStream, buffer_shuffle
 from .batches import BatchSource
 from .columns import Schema, SchemaMismatchError, infer_schema
-from .early import EarlySource, EarlyStart, early_schema
+from .early import EarlySource, EarlyStart, early_source
 
 #: Rows the schema is inferred from by default: ``None``, every row (for a JSONLDataset computed once and
 #: cached beside the index, see :mod:`sjsonl.schema`), so no later row can break an epoch — except for a
@@ -308,8 +308,8 @@ def make_source(
     if isinstance(data, Mapping):
         raise ArgumentTypeError("pass one split (a dataset), not a mapping of splits")
     if isinstance(data, EarlyStart):
-        return _early_source(data, column_names, features, schema, infer_rows, num_shards, shard_id,
-                             batch_size, drop_remainder)  # fmt: skip
+        return early_source(data, column_names, features, schema, infer_rows, num_shards, shard_id,
+                            batch_size, drop_remainder)  # fmt: skip
     if schema is None:
         schema = make_schema(data, features, infer_rows)
     if column_names is not None:
@@ -335,32 +335,6 @@ def make_source(
             return source
         return IterSource(_Empty(data), schema)
     return IterSource(data, schema, num_shards=num_shards, shard_id=shard_id, **iter_options)
-
-
-def _early_source(
-    early: EarlyStart,
-    column_names: Sequence[str] | None,
-    features: Mapping[str, Any] | None,
-    schema: Schema | None,
-    infer_rows: int | None,
-    num_shards: int | None,
-    shard_id: int | None,
-    batch_size: int | None,
-    drop_remainder: bool,
-) -> EarlySource:
-    """An early-started split's source: provisional column types now and, when every row's types were
-    asked for (``infer_rows=None``, no ``features``), their check on the background thread."""
-
-    names = [column_names] if isinstance(column_names, str) else column_names
-
-    def chosen(s: Schema) -> Schema:
-        return s.select(list(names)) if names is not None else s
-
-    provisional = chosen(schema if schema is not None else early_schema(early, features, infer_rows))
-    if schema is None and features is None and infer_rows is None:
-        early.check_schema(provisional, lambda ds: chosen(make_schema(ds)))
-    return EarlySource(early, provisional, num_shards=num_shards, shard_id=shard_id, batch_size=batch_size,
-                       drop_remainder=drop_remainder)  # fmt: skip
 
 
 def to_generator_dataset(

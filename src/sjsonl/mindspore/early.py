@@ -278,3 +278,31 @@ def early_schema(early: EarlyStart, features: Mapping[str, Any] | None, infer_ro
     from .adapters import STREAM_SAMPLE_ROWS
 
     return infer_schema(list(islice(iter(early.stream), infer_rows or STREAM_SAMPLE_ROWS)), features)
+
+
+def early_source(
+    early: EarlyStart,
+    column_names: Sequence[str] | None,
+    features: Mapping[str, Any] | None,
+    schema: Schema | None,
+    infer_rows: int | None,
+    num_shards: int | None,
+    shard_id: int | None,
+    batch_size: int | None,
+    drop_remainder: bool,
+) -> EarlySource:
+    """An early-started split's source (what :func:`~sjsonl.mindspore.make_source` gives for an
+    :class:`EarlyStart`): provisional column types now and, when every row's types were asked for
+    (``infer_rows=None``, no ``features``), their check on the background thread."""
+    from .adapters import make_schema
+
+    names = [column_names] if isinstance(column_names, str) else column_names
+
+    def chosen(s: Schema) -> Schema:
+        return s.select(list(names)) if names is not None else s
+
+    provisional = chosen(schema if schema is not None else early_schema(early, features, infer_rows))
+    if schema is None and features is None and infer_rows is None:
+        early.check_schema(provisional, lambda ds: chosen(make_schema(ds)))
+    return EarlySource(early, provisional, num_shards=num_shards, shard_id=shard_id, batch_size=batch_size,
+                       drop_remainder=drop_remainder)  # fmt: skip
