@@ -34,19 +34,15 @@ from .sampling.maps import IndexMap, SkipMap
 from .source import IndexedFile
 from .storage import byte_view
 from .transforms import columns as _columns
-from .transforms import export as _export
-from .transforms import format as _format
-from .transforms.filter import filter_dataset
-from .transforms.map import map_dataset
 from .transforms.pipeline import Pipeline
-from .transforms.splits import DatasetDict, train_test_split
+from .transforms.surface import HFSurface
 from .views import Views
 
 PathLike = Union[str, "os.PathLike[str]"]
 _BLOCK = 8192
 
 
-class JSONLDataset(Views):
+class JSONLDataset(Views, HFSurface):
     """Records of one or more JSONL files, read on demand through a line index.
 
     Args:
@@ -383,100 +379,6 @@ class JSONLDataset(Views):
             [{'id': 1}, {'id': 2}]
         """
         return _columns.select_columns(self, columns)
-
-    # ----------------------------------------------------------------- 🤗 Dataset surface
-    # Each is one line: the work lives in sjsonl.transforms, one module per concept (docstrings there).
-    @property
-    def num_rows(self) -> int:
-        """🤗 ``num_rows``: ``len(ds)``."""
-        return self._len
-
-    @property
-    def column_names(self) -> list[str]:
-        """🤗 ``column_names``, from the schema of all rows (:mod:`sjsonl.transforms.columns`)."""
-        return _columns.column_names(self)
-
-    @property
-    def features(self) -> Any:
-        """🤗 ``features`` (``datasets.Features``), from the same schema as ``column_names``."""
-        return _columns.features(self)
-
-    @property
-    def format(self) -> dict[str, Any]:
-        """🤗 ``format``: ``{"type": None | "numpy" | "torch" | "custom", ...}``."""
-        return _format.describe(self)
-
-    def map(self, function: Callable[..., Any] | None = None, **kwargs: Any) -> JSONLDataset:
-        """🤗 ``map``, lazy (:mod:`sjsonl.transforms.map`)."""
-        return map_dataset(self, function, **kwargs)
-
-    def filter(self, function: Callable[..., Any] | None = None, **kwargs: Any) -> JSONLDataset:
-        """🤗 ``filter``: a sub-index computed once (:mod:`sjsonl.transforms.filter`)."""
-        return filter_dataset(self, function, **kwargs)
-
-    def remove_columns(self, column_names: str | Sequence[str], **kwargs: Any) -> JSONLDataset:
-        """🤗 ``remove_columns`` (a view)."""
-        return _columns.remove_columns(self, column_names, **kwargs)
-
-    def rename_column(self, original_column_name: str, new_column_name: str, **kwargs: Any) -> JSONLDataset:
-        """🤗 ``rename_column`` (a view)."""
-        return _columns.rename_columns(self, {original_column_name: new_column_name})
-
-    def rename_columns(self, column_mapping: dict[str, str], **kwargs: Any) -> JSONLDataset:
-        """🤗 ``rename_columns`` (a view)."""
-        return _columns.rename_columns(self, column_mapping)
-
-    def with_format(
-        self, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
-    ) -> JSONLDataset:
-        """🤗 ``with_format("numpy" | "torch" | "python")`` (:mod:`sjsonl.transforms.format`)."""
-        return _format.with_format(self, type, columns, **kwargs)
-
-    def set_format(
-        self, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
-    ) -> None:
-        """🤗 ``set_format``: ``with_format`` in place."""
-        self.__dict__.update(self.with_format(type, columns, **kwargs).__dict__)
-
-    def reset_format(self) -> None:
-        """🤗 ``reset_format``: Python objects again (removes a format or transform)."""
-        self.set_format(None)
-
-    def with_transform(self, transform: Callable[[dict], Any] | None, **kwargs: Any) -> JSONLDataset:
-        """🤗 ``with_transform``: ``transform`` takes a BATCH (dict of lists); for a function of one record
-        use ``JSONLDataset(..., transform=)`` or ``map`` (:mod:`sjsonl.transforms.format`)."""
-        return _format.with_transform(self, transform, **kwargs)
-
-    def set_transform(self, transform: Callable[[dict], Any] | None, **kwargs: Any) -> None:
-        """🤗 ``set_transform``: ``with_transform`` in place."""
-        self.__dict__.update(self.with_transform(transform, **kwargs).__dict__)
-
-    def train_test_split(self, test_size: float | int | None = None, **kwargs: Any) -> DatasetDict:
-        """🤗 ``train_test_split``: ``{"train", "test"}`` views (:mod:`sjsonl.transforms.splits`)."""
-        return train_test_split(self, test_size, **kwargs)
-
-    def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[dict[str, list]]:
-        """🤗 ``iter``: batches as dicts of lists (:mod:`sjsonl.transforms.export`)."""
-        return _export.iter_batches(self, batch_size, drop_last_batch)
-
-    def to_list(self) -> list[Any]:
-        """🤗 ``to_list``: every row."""
-        return _export.to_list(self)
-
-    def to_dict(self, **kwargs: Any) -> dict[str, list]:
-        """🤗 ``to_dict``: the columns as lists."""
-        return _export.to_dict(self)
-
-    def to_pandas(self, **kwargs: Any) -> Any:
-        """🤗 ``to_pandas``: a DataFrame."""
-        return _export.to_pandas(self)
-
-    def to_iterable_dataset(self, num_shards: int | None = None) -> Any:
-        """A real ``datasets.IterableDataset`` backed by this dataset — no Arrow copy — with ``len()``, exact
-        shuffles reseeded by ``set_epoch`` and record-level ``shard`` (:mod:`sjsonl.hf_iterable`)."""
-        from .hf_iterable import to_iterable_dataset
-
-        return to_iterable_dataset(self, num_shards=num_shards)
 
     # ----------------------------------------------------------------- internals
     def _finish(self, rows: list[Any], base: np.ndarray) -> list[Any]:
