@@ -71,10 +71,14 @@ class FileWriter:
         return op
 
 
-def run_file_writer(path: str, compress: bool, ops: tuple[str, ...], seconds: float, seed: int) -> None:
+def run_file_writer(
+    path: str, compress: bool, ops: tuple[str, ...], seconds: float, seed: int, done: Any = None
+) -> None:
+    """Change the file every few ms for ``seconds`` — or, given ``done`` (an Event), until the readers are
+    done, ``seconds`` at the most: a reader spawned on a loaded machine can start after any fixed time."""
     writer = FileWriter(path, compress, ops, seed)
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (done is not None and done.is_set()):
         writer.step()
         time.sleep(writer.rng.uniform(0.005, 0.03))
 

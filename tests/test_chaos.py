@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 import time
+from typing import Any
 
 import pytest
 
@@ -64,23 +65,26 @@ def test_no_wrong_records_while_a_writer_changes_the_file(tmp_path, compress, mm
     index_dir = str(tmp_path / "idx")
     _chaos.FileWriter(path, compress, ops).start()
     first = JSONLDataset(path, index_dir=index_dir, mmap=mmap)
-    writer = mp.get_context("spawn").Process(
-        target=_chaos.run_file_writer, args=(path, compress, ops, SECONDS + 2, 7)
-    )
+    ctx = mp.get_context("spawn")
+    done = ctx.Event()
+    longest = SECONDS + _chaos.GRACE_SECONDS + 60  # as long as _run_readers waits for a reader
+    writer = ctx.Process(target=_chaos.run_file_writer, args=(path, compress, ops, longest, 7, done))
     writer.start()
     try:
         open_ds = _chaos.open_local(path, index_dir, mmap)
         results = _run_readers(open_ds, _chaos.child_reader, (path, index_dir, mmap), first, ENOUGH_LOCAL)
     finally:
+        done.set()
         writer.join(timeout=60)
     _check(results)
     if "rewrite" in ops:  # in-place changes are refused, not read
         assert any(r["stats"].get("StaleDataError") for _, r in results), results
 
 
-def _s3_writer(name: str, options: dict, seconds: float) -> None:
+def _s3_writer(name: str, options: dict, seconds: float, done: Any) -> None:
     """Puts a new version of the object every few hundred ms (its own process: the test process also
-    runs the S3 server, and a writer thread there would starve it)."""
+    runs the S3 server, and a writer thread there would starve it) until the readers are ``done`` — a
+    reader spawned on a loaded machine can start after any fixed time — or ``seconds`` at the most."""
     import boto3
 
     client = boto3.client(
@@ -93,7 +97,7 @@ def _s3_writer(name: str, options: dict, seconds: float) -> None:
     rng = random.Random(3)
     stop = time.monotonic() + seconds
     version = 10
-    while time.monotonic() < stop:
+    while time.monotonic() < stop and not done.is_set():
         time.sleep(rng.uniform(0.4, 0.9))  # S3 requests are slow: readers need time between versions
         version += 1
         body = _chaos.records(version, 0, rng.randint(300, 900), rng.randint(0, 40))
@@ -103,13 +107,16 @@ def _s3_writer(name: str, options: dict, seconds: float) -> None:
 def test_no_wrong_records_from_an_s3_object_being_replaced(bucket):
     url = bucket.put("chaos.jsonl", _chaos.records(1, 0, 500, 5))
     first = JSONLDataset(url, storage_options=bucket.options)
-    args = (bucket.name, bucket.options, SECONDS + 3)  # it starts slowly (spawn, boto3): outlast the readers
-    writer = mp.get_context("spawn").Process(target=_s3_writer, args=args)
+    ctx = mp.get_context("spawn")
+    done = ctx.Event()
+    longest = SECONDS + _chaos.GRACE_SECONDS + 60  # as long as _run_readers waits for a reader
+    writer = ctx.Process(target=_s3_writer, args=(bucket.name, bucket.options, longest, done))
     writer.start()
     try:
         open_ds = lambda: JSONLDataset(url, storage_options=bucket.options)  # noqa: E731
         results = _run_readers(open_ds, _chaos.child_s3_reader, (url, bucket.options), first, ENOUGH_S3)
     finally:
+        done.set()
         writer.join(timeout=60)
     _check(results, ENOUGH_S3)
     assert any(k == "StaleDataError" for _, r in results for k in r["stats"])
