@@ -50,10 +50,10 @@ from typing import Any
 
 import numpy as np
 
+from ..data_files import resolve_data_files
 from ..dataset import JSONLDataset
 from ..errors import IndexFileError, StaleDataError, StaleIndexError
 from ..loading import load_dataset as load_jsonl
-from ..loading import resolve_data_files
 from .batches import BatchSource, batch_column_names, batch_columns
 from .columns import Schema, SchemaMismatchError, infer_schema
 

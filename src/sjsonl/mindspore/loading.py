@@ -12,7 +12,7 @@ dataset), as MindNLP code expects; ``gd.source.column_names`` its columns.
 Where the data go:
 
 - **JSON Lines** — ``path="json"``, a ``.jsonl``/``.json``/``.ndjson`` file, a glob of them, or a directory
-  (or ``data_files``) mostly of them (🤗's rule, see :func:`sjsonl.loading.is_jsonl_source`) — are read by
+  (or ``data_files``) mostly of them (🤗's rule, see :func:`sjsonl.data_files.is_jsonl_source`) — are read by
   :func:`sjsonl.load_dataset` through a line index: no Arrow conversion, no second copy. 🤗's parameters mean
   what they can mean here: ``num_proc`` → processes/threads building the index and the schema **and**
   (MindNLP's rule) MindSpore's ``num_parallel_workers``; ``cache_dir`` → where indexes are kept;
@@ -51,8 +51,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..data_files import is_jsonl_source
 from ..errors import UnsupportedArgumentError, require
-from ..loading import is_jsonl_source
 from ..loading import load_dataset as load_jsonl
 from .adapters import DEFAULT_INFER_ROWS, to_generator_dataset
 from .early import early_splits
