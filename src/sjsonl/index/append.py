@@ -36,14 +36,13 @@ import numpy as np
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError
 from ..storage import DataStamp, LocalFile, Storage
-from .packed import PackedOffsets, packed_index_path
+from .packed import PackedOffsets, index_names
 from .scan import DataChangedWhileScanning, offset_dtype, scan_file
 from .store import (
     _TAIL,
     TRAILER_MAGIC,
     IndexFile,
     IndexMeta,
-    candidate_index_paths,
     meta_of,
     read_index,
     write_index,
@@ -82,11 +81,7 @@ def extend_grown_index(
     if index_path:
         paths = [os.path.abspath(os.path.expanduser(index_path))]
     else:  # each place's plain index, then its compact one
-        paths = [
-            p
-            for place in candidate_index_paths(storage.path, index_dir)
-            for p in (place, packed_index_path(place))
-        ]
+        paths = index_names(storage.path, index_dir)
     for path in paths:
         try:
             old = read_index(path)

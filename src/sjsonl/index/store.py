@@ -404,9 +404,11 @@ def write_index_somewhere(
     """Write to the first trusted place that takes it (see :func:`candidate_index_paths`); the private
     cache, created with mode 0700, is the last resort. ``compact``: as ``<stem>.index.packed``; the
     index in the other format at the same place, if any, is removed (one index per place)."""
+    from .packed import packed_index_path  # packed imports this module
+
     places = candidate_index_paths(data_path, index_dir)
     for k, path in enumerate(places):
-        other = path[:-4] + ".packed"  # (sjsonl.index.packed.packed_index_path)
+        other = packed_index_path(path)
         target, other = (other, path) if compact else (path, other)
         try:
             if path == places[-1]:
