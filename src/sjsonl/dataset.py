@@ -216,9 +216,6 @@ class JSONLDataset(Views, HFSurface):
         """
         return np.concatenate([f.record_sizes() for f in self._files])
 
-    def __len__(self) -> int:
-        return self._len
-
     def __repr__(self) -> str:
         names = self.files
         where = (

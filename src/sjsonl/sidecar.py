@@ -29,9 +29,9 @@ def index_key(f: Any, version: int) -> dict[str, Any]:
         "version": version,
         "stamp": f.stamp.to_dict(),
         "records": int(f.n),
-        "checksum": getattr(f, "checksum", None),
-        "layout": getattr(f, "layout", ""),
-        "skipped": len(getattr(f, "bad_records", ())),
+        "checksum": f.checksum,
+        "layout": f.layout,
+        "skipped": len(f.bad_records),
     }
 
 

@@ -55,7 +55,7 @@ from ..dataset import JSONLDataset
 from ..errors import IndexFileError, StaleDataError, StaleIndexError
 from ..loading import load_dataset as load_jsonl
 from .batches import BatchSource, batch_column_names, batch_columns
-from .columns import Schema, SchemaMismatchError, infer_schema
+from .columns import Schema, SchemaMismatchError
 
 _PLAIN_SPLIT = re.compile(r"[\w.-]+")
 
@@ -273,13 +273,6 @@ def early_splits(
     return one(split) if isinstance(split, str) else [one(s) for s in names]
 
 
-def early_schema(early: EarlyStart, features: Mapping[str, Any] | None, infer_rows: int | None) -> Schema:
-    """Provisional column types from the first rows of the stream (``features`` fix the ones they name)."""
-    from .adapters import STREAM_SAMPLE_ROWS
-
-    return infer_schema(list(islice(iter(early.stream), infer_rows or STREAM_SAMPLE_ROWS)), features)
-
-
 def early_source(
     early: EarlyStart,
     column_names: Sequence[str] | None,
@@ -301,7 +294,8 @@ def early_source(
     def chosen(s: Schema) -> Schema:
         return s.select(list(names)) if names is not None else s
 
-    provisional = chosen(schema if schema is not None else early_schema(early, features, infer_rows))
+    # the stream's first rows (make_schema samples a stream: infer_rows, else STREAM_SAMPLE_ROWS)
+    provisional = chosen(schema if schema is not None else make_schema(early.stream, features, infer_rows))
     if schema is None and features is None and infer_rows is None:
         early.check_schema(provisional, lambda ds: chosen(make_schema(ds)))
     return EarlySource(early, provisional, num_shards=num_shards, shard_id=shard_id, batch_size=batch_size,
