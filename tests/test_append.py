@@ -186,3 +186,17 @@ def test_wider_offsets_or_a_longer_header_rewrite_the_index_atomically(tmp_path)
     assert JSONLDataset(path, build_index_on_load=True)[-1]["i"] == 28
     assert os.stat(index).st_ino != inode and read_index(index).offsets.dtype == np.uint16
     assert read_index(index).offsets.tolist() == full_build(path)
+
+
+def test_build_indexes_extends_an_appended_file_as_an_open_does(tmp_path):
+    from sjsonl import build_indexes
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(lines(0, 200), encoding="utf-8")
+    (index,) = build_indexes([str(path)], progress=False)
+    inode = os.stat(index).st_ino
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(lines(200, 20))
+    assert build_indexes([str(path)], progress=False) == [index]
+    assert os.stat(index).st_ino == inode  # extended in place, not rebuilt
+    assert read_index(index).offsets.tolist() == full_build(path)

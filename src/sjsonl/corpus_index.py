@@ -45,7 +45,7 @@ from .badlines import MAX_REPORTED, BadLineWarning, check_policy
 from .dataset import JSONLDataset
 from .document import layouts_for
 from .errors import RecordDecodeError, SJSONLError
-from .index.build import build_layout, find_index, save_index
+from .index.build import build_layout, load_or_build_index, save_index
 from .index.packed import format_on_disk
 from .indexer import InvalidRecordsError
 from .storage import is_url, open_storage
@@ -116,19 +116,28 @@ def index_file(
     t0 = time.perf_counter()
     storage = open_storage(path, storage_options)
     layouts = layouts_for(storage, field)
-    found = None if rebuild else find_index(storage, index_dir=index_dir, layouts=layouts)[0]
-    if found is not None and compact is not None and found.compact != compact:
-        found = None  # asked for the other format: written anew
-    if compact is None:  # a compact index stays compact when rebuilt
-        compact = format_on_disk(storage.path, index_dir)
-    if found is not None:
-        written: str = found.path or ""
-        stamp, records = found.stamp, len(found.offsets)
-    else:
+    if rebuild:
+        if compact is None:  # a compact index stays compact when rebuilt
+            compact = format_on_disk(storage.path, index_dir)
         offsets, stamp, layout = build_layout(storage, workers=workers, progress=progress, layout=layouts[0])
         # save_index raises when the index cannot be saved: one only in a worker's memory helps no one
         written = save_index(storage, offsets, stamp, index_dir=index_dir, layout=layout, compact=compact)
-        records = len(offsets)
+        records, built = len(offsets), True
+    else:  # what an open does: reuse, extend after an append, convert the format, or build
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = load_or_build_index(
+                storage, index_dir=index_dir, workers=workers, progress=progress, layouts=layouts,
+                compact=compact,
+            )  # fmt: skip
+        for w in caught:  # passed on, except the one that says the index stayed in memory (raised below)
+            if loaded.path is not None:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if loaded.path is None:
+            reasons = "; ".join(str(w.message) for w in caught)
+            raise SJSONLError(f"the index of {storage.path} could not be saved: {reasons}")
+        written, stamp, records = loaded.path, loaded.stamp, len(loaded.offsets)
+        built = loaded.origin != "found"
     bad: list[Any] | None = None
     if on_bad_lines is not None:
         policy = check_policy(on_bad_lines)
@@ -155,7 +164,7 @@ def index_file(
         nbytes=stamp.size,
         stored=stamp.stored,
         seconds=time.perf_counter() - t0,
-        built=found is None,
+        built=built,
         bad_lines=None if bad is None else len(bad),
         bad_line_messages=() if bad is None else tuple(str(b) for b in bad[:MAX_REPORTED]),
         worker=f"{socket.gethostname()}:{os.getpid()}",
