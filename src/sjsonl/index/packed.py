@@ -272,15 +272,13 @@ def open_packed(fd: int, size: int, meta: IndexMeta, trailer_len: int, path: str
     if len(head) < _HEADER_BYTES:
         raise _fail(path, "is cut short (no compact index header)")
     magic, version, log2_block, records, blocks, packed_bytes = _HEADER.unpack_from(head)
-    if magic != PACKED_MAGIC or version != PACKED_VERSION:
-        raise _fail(path, f"is a compact index of another format version ({version})")
+    if magic != PACKED_MAGIC or version != PACKED_VERSION or head[_HEADER.size :].strip(b"\0"):
+        raise _fail(path, f"is a compact index of another format version ({version}), or corrupt")
     if not 1 <= log2_block <= 16 or records != meta.records or blocks != -(-records >> log2_block):
         raise _fail(path, "does not match its metadata (record or block count)")
     if packed_bytes < 8 or size != _HEADER_BYTES + 16 * blocks + packed_bytes + trailer_len:
         raise _fail(path, "has a size that does not match its header and trailer")
-    dtype = np.dtype(meta.dtype)
-    if dtype.kind != "u":
-        raise _fail(path, f"records {dtype} offsets, not unsigned integers")
+    dtype = np.dtype(meta.dtype)  # an unsigned integer type (checked with the trailer)
     mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     at = _HEADER_BYTES + 16 * blocks
     return PackedOffsets(mm, records, log2_block, _HEADER_BYTES, at, packed_bytes, dtype)
@@ -295,14 +293,18 @@ def verify_packed(offsets: PackedOffsets, meta: IndexMeta, path: str) -> None:
     widths = (info >> np.uint64(40)) & np.uint64(63)
     counts = np.minimum(block, n - np.arange(len(info), dtype=np.int64) * block).astype(np.uint64)
     expected = np.concatenate([[0], np.cumsum((counts - np.uint64(1)) * widths, dtype=np.uint64)])
-    nbits = (len(offsets.packed) - 8) * 8
+    used = int(expected[-1])
+    single = counts == 1  # a block of one record: no residuals, written with width 0 and min gap 1
     if (
         np.any(widths > MAX_WIDTH)
         or np.any(info >> np.uint64(46) < 1)
+        or np.any(info[single] >> np.uint64(40) != 1 << 6)
         or not np.array_equal(info & np.uint64((1 << POS_BITS) - 1), expected[:-1].astype(np.uint64))
-        or (len(info) and int(expected[-1]) > nbits)
+        or len(offsets.packed) != (used + 7) // 8 + 8
+        or np.any(offsets.packed[(used + 7) // 8 :])
+        or (used % 8 and int(offsets.packed[used // 8]) >> (used % 8))
     ):
-        raise _fail(path, "is corrupt (its block headers do not fit together)")
+        raise _fail(path, "is corrupt (its block headers and bit stream do not fit together)")
     crc, last = 0, -1
     limit = int(np.iinfo(offsets.dtype).max)
     little = offsets.dtype.newbyteorder("<")

@@ -38,10 +38,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import io
 import json
 import mmap
 import os
+import re
 import struct
 import zlib
 from collections.abc import Callable
@@ -300,7 +300,8 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
 
 
 def _read_trailer(fd: int, size: int, path: str) -> tuple[IndexMeta, int]:
-    """(metadata, trailer length) from the file's end: the same trailer for either format."""
+    """(metadata, trailer length) from the file's end: the same trailer for either format. Every field is
+    checked to be one sjsonl writes, so later steps never meet a value they cannot handle."""
     if size < _TAIL.size:
         raise _fail(path, "is not a complete sjsonl index (no trailer): empty or cut short")
     meta_len, magic = _TAIL.unpack(os.pread(fd, _TAIL.size, size - _TAIL.size))
@@ -313,29 +314,43 @@ def _read_trailer(fd: int, size: int, path: str) -> tuple[IndexMeta, int]:
         meta = IndexMeta.from_json(raw)
     except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
         raise _fail(path, f"has malformed metadata: {one_line(str(exc))[:200]}") from None
+    if meta.version != FORMAT_VERSION:
+        raise _fail(path, f"is in another format version ({meta.version})")
+    if meta.dtype not in _OFFSET_DTYPES or not 0 <= meta.checksum < 1 << 32:
+        raise _fail(path, "has malformed metadata (offset type or checksum)")
     return meta, meta_len + _TAIL.size
+
+
+#: The offset types an index holds (what sjsonl.index.scan.offset_dtype chooses).
+_OFFSET_DTYPES = ("uint8", "uint16", "uint32", "uint64")
+#: The only array header sjsonl writes (np.save of a 1-D little-endian unsigned array): matched exactly,
+#: not evaluated, so a damaged one is refused as such (numpy's own parser raises whatever it meets).
+_NPY_HEADER = re.compile(
+    rb"\{'descr': '(<u[248]|\|u1)', 'fortran_order': False, 'shape': \(([1-9][0-9]*|0),\), \} *\n"
+)
 
 
 def _read_npy_header(fd: int, size: int, meta: IndexMeta, path: str) -> int:
     """The length of a plain index's ``.npy`` header, checked against its metadata."""
-    head = io.BytesIO(os.pread(fd, min(size, 65536 + 16), 0))
-    try:
-        version = np.lib.format.read_magic(head)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(head)
-    except (ValueError, OSError, SyntaxError, TypeError) as exc:
-        raise _fail(path, f"has no valid .npy header: {one_line(str(exc))[:200]}") from None
-    if dtype.kind != "u" or dtype.byteorder == ">" or (dtype.byteorder == "=" and np.little_endian is False):
-        raise _fail(path, f"holds {dtype.str} values, not little-endian unsigned integers")
-    if fortran or shape != (meta.records,) or dtype != np.dtype(meta.dtype):
+    head = os.pread(fd, min(size, 65536 + 16), 0)
+    version = head[6:8]
+    if not head.startswith(b"\x93NUMPY") or version not in (b"\x01\x00", b"\x02\x00", b"\x03\x00"):
+        raise _fail(path, "has no valid .npy header")
+    start = 10 if version == b"\x01\x00" else 12
+    if len(head) < start:
+        raise _fail(path, "has no valid .npy header (cut short)")
+    end = start + int.from_bytes(head[8:start], "little")
+    found = _NPY_HEADER.fullmatch(head[start:end]) if end <= len(head) and end % 16 == 0 else None
+    if found is None:
+        raise _fail(path, "has no valid .npy header (not the one sjsonl writes)")
+    descr, shape = found.groups()
+    if int(shape) != meta.records or np.dtype(descr.decode()) != np.dtype(meta.dtype):
         raise _fail(path, "does not match its metadata (shape or dtype)")
-    return head.tell()
+    return end
 
 
 def _offsets_view(mm: Any, meta: IndexMeta, header_len: int, path: str) -> np.ndarray:
-    dtype = np.dtype(meta.dtype)
+    dtype = np.dtype(meta.dtype)  # one of _OFFSET_DTYPES (checked with the trailer)
     if len(mm) < header_len + meta.records * dtype.itemsize:
         raise _fail(path, "is shorter than its header says")
     # a plain ndarray over the map (np.memmap's Python-level __getitem__ is slow on the hot path)
