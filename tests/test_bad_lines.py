@@ -1,19 +1,22 @@
 """on_bad_lines: injected bad lines are left out exactly, reported with their line numbers, remembered
-beside the index with the policy, and never read under "error"."""
+beside the index, and never read under "error"."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import struct
+import tracemalloc
 import warnings
 
+import numpy as np
 import pytest
 
 import sjsonl
 from sjsonl import JSONLDataset, RecordDecodeError
-from sjsonl.badlines import BadLineWarning, badlines_path, find_bad_lines
-from sjsonl.sidecar import read_sidecar
+from sjsonl.badlines import BADLINES_MAGIC, BadLineWarning, badlines_path, find_bad_lines
+from sjsonl.sidecar import index_key, read_sidecar
 
 BAD = [b"{oops", b'{"a": NaN}', b'{"t": "\xff"}', b"[1, 2", b'{"a": 1} trailing', b"tru"]
 
@@ -73,14 +76,16 @@ def test_error_keeps_every_line_and_raises_where_it_is_bad(tmp_path):
         list(ds)
 
 
-def test_the_index_remembers_the_policy_and_the_bad_lines(tmp_path, monkeypatch):
+def test_the_index_remembers_the_bad_lines(tmp_path, monkeypatch):
     path, good, bad_lines = corpus(tmp_path)
     ds = JSONLDataset(path, on_bad_lines="skip")
     side = badlines_path(ds.index_paths[0])
     assert os.path.exists(side)
-    with open(side, "rb") as fh:
-        saved = json.loads(fh.read())
-    assert saved["value"]["policy"] == "skip" and [row[0] for row in saved["value"]["bad"]] == bad_lines
+    saved = read_sidecar(
+        side, BADLINES_MAGIC, index_key(ds._files[0], sjsonl.badlines.CACHE_VERSION, skipped=False)
+    )
+    m, k = struct.unpack_from("<QQ", saved)
+    assert (m, k) == (3, 3) and np.frombuffer(saved, "<i8", m + k, 16)[m:].tolist() == bad_lines
     # a second open reads it: no second parse of the file
     monkeypatch.setattr(sjsonl.badlines, "scan_file", lambda *a, **k: pytest.fail("parsed again"))
     again = JSONLDataset(path, on_bad_lines="skip")
@@ -90,7 +95,7 @@ def test_the_index_remembers_the_policy_and_the_bad_lines(tmp_path, monkeypatch)
     path.write_bytes(path.read_bytes() + b"{still bad\n")
     fresh = JSONLDataset(path, on_bad_lines="skip")
     assert [b.line for b in fresh.bad_lines] == [*bad_lines, 1001]
-    assert read_sidecar(side, {"nope": 1}) is None
+    assert read_sidecar(side, BADLINES_MAGIC, {"nope": 1}) is None
 
 
 def test_load_dataset_and_multi_file(tmp_path):
@@ -156,10 +161,33 @@ def test_columns_and_features_skip_the_bad_lines_too(tmp_path):
         ds[297]
 
 
-def test_reasons_beyond_the_kept_ones_say_so(tmp_path, monkeypatch):
+def test_line_numbers_beyond_the_kept_ones_are_counted_when_asked(tmp_path, monkeypatch):
     monkeypatch.setattr(sjsonl.badlines, "MAX_REPORTED", 1)
-    path, _, bad_lines = corpus(tmp_path, n=50, n_bad=3)
+    path, _, bad_lines = corpus(tmp_path, n=50, n_bad=3, blank_every=4)
     JSONLDataset(path, on_bad_lines="skip")
-    again = JSONLDataset(path, on_bad_lines="skip")  # read back from the sidecar
-    assert [b.line for b in again.bad_lines] == bad_lines
-    assert again.bad_lines[0].excerpt and "not kept beyond the first 1 bad lines" in again.bad_lines[2].reason
+    again = JSONLDataset(path, on_bad_lines="skip")  # read back from the sidecar: one line number kept
+    assert len(again.bad_lines._parts[0].lines) == 1
+    assert [b.line for b in again.bad_lines] == bad_lines  # counted on, in order
+    assert [again.bad_lines[k].line for k in (2, 0, 1, -1)] == [bad_lines[k] for k in (2, 0, 1, -1)]
+    assert all(b.reason and b.excerpt for b in again.bad_lines)  # parsed again when asked for
+
+
+def test_many_bad_lines_cost_eight_bytes_each(tmp_path):
+    n_bad = 50_000
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"".join(b'{"i": %d}\n{oops %d\n' % (i, i) for i in range(n_bad)))
+    JSONLDataset(path)  # the index (its build has buffers of its own)
+    for opening in ("first open: a parse", "reopen: the .badlines file"):
+        tracemalloc.start()
+        ds = JSONLDataset(path, on_bad_lines="skip")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert len(ds) == n_bad and ds[-1] == {"i": n_bad - 1}, opening
+        # an int64 a bad line, twice (the dataset's skip map) and more while made; not an object each
+        assert peak < 40 * n_bad, (opening, peak / n_bad)
+    records = ds.bad_lines.records()
+    assert records.dtype == np.int64 and records.nbytes == 8 * n_bad
+    assert len(ds.bad_lines._parts[0].lines) == sjsonl.badlines.MAX_REPORTED  # line numbers kept: the first
+    assert os.path.getsize(badlines_path(ds.index_paths[0])) == 64 + 16 + 8 * (n_bad + 10_000)
+    last = ds.bad_lines[-1]  # counted on demand
+    assert (last.line, last.record, last.excerpt) == (2 * n_bad, 2 * n_bad - 1, repr(f"{{oops {n_bad - 1}"))

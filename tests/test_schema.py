@@ -10,7 +10,7 @@ import pytest
 
 from sjsonl import JSONLDataset
 from sjsonl import schema as schema_mod
-from sjsonl import sidecar as sidecar_mod
+from sjsonl.index import atomic
 from sjsonl.schema import ColumnType, RecordSchema, infer_schema, schema_cache_path, schema_of_records
 
 
@@ -98,7 +98,7 @@ def test_read_only_index_place_still_answers(tmp_path: Path, monkeypatch: pytest
     def refuse(*args, **kwargs):
         raise PermissionError(13, "read-only", where)
 
-    monkeypatch.setattr(sidecar_mod.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", refuse)
     assert infer_schema(ds)["a"].kind == "int64"
     assert not os.path.exists(schema_cache_path(ds.index_paths[0]))
 

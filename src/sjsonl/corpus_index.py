@@ -138,7 +138,7 @@ def index_file(
             raise SJSONLError(f"the index of {storage.path} could not be saved: {reasons}")
         written, stamp, records = loaded.path, loaded.stamp, len(loaded.offsets)
         built = loaded.origin != "found"
-    bad: list[Any] | None = None
+    bad: Sequence[Any] | None = None
     if on_bad_lines is not None:
         policy = check_policy(on_bad_lines)
         # a daemonic worker (Dask's) may not start the processes that parse large files: parse in one
@@ -155,7 +155,9 @@ def index_file(
         )
         bad = ds.bad_lines
         if policy == "error" and bad:
-            located = [RecordDecodeError(b.path, b.line, b.offset, b.excerpt, b.reason) for b in bad]
+            located = [
+                RecordDecodeError(b.path, b.line, b.offset, b.excerpt, b.reason) for b in bad[:MAX_REPORTED]
+            ]
             raise InvalidRecordsError(located[:MAX_REPORTED], len(bad))
     return IndexReport(
         path=storage.path,

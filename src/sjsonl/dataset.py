@@ -19,12 +19,11 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from dataclasses import replace
 from typing import Any, Union
 
 import numpy as np
 
-from .badlines import BadLine, BadLineWarning, bad_lines_of, check_policy, report
+from .badlines import BadLine, BadLines, BadLineWarning, bad_lines_of, check_policy, report
 from .decode import DECODE_ERRORS, fast_loads
 from .document import open_data_files
 from .errors import ArgumentTypeError, InvalidArgumentError, out_of_range, plural
@@ -147,7 +146,7 @@ class JSONLDataset(Views, HFSurface):
         self._len = int(self._bounds[-1])
         self._plain = self._single is not None and self._transform is None and self._decode is None
         self._hot: tuple | None = None  # per-process read state (see IndexedFile.hot_state)
-        self.bad_lines: list[BadLine] = []
+        self.bad_lines: Sequence[BadLine] = []  # a BadLines under on_bad_lines="skip"/"warn"
         if policy != "error":
             self._skip_bad_lines(policy, options["workers"], options["progress"])
 
@@ -176,12 +175,12 @@ class JSONLDataset(Views, HFSurface):
         return self
 
     def _skip_bad_lines(self, policy: str, workers: int | None, progress: bool | None) -> None:
-        for f, lo in zip(self._files, self._bounds.tolist()):
-            bad = bad_lines_of(f, policy, workers, progress)
-            f.bad_records = np.array([b.record for b in bad], dtype=np.int64)  # the schema pass skips them
-            self.bad_lines += [replace(b, record=b.record + lo) for b in bad]
+        found = [bad_lines_of(f, workers, progress) for f in self._files]
+        for f, bad in zip(self._files, found):
+            f.bad_records = bad.records()  # the schema pass skips them
+        self.bad_lines = BadLines.join(found, self._bounds.tolist())
         if self.bad_lines:
-            self._order = SkipMap(self._len, [b.record for b in self.bad_lines])
+            self._order = SkipMap(self._len, self.bad_lines.records())
             self._len, self._plain = len(self._order), False
             if policy == "warn":
                 warnings.warn(report(self.bad_lines), BadLineWarning, stacklevel=3)

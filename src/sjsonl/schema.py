@@ -54,13 +54,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 from ._progress import Progress
 from .errors import ColumnNotFoundError, InvalidArgumentError
-from .sidecar import index_key, read_sidecar, write_sidecar
+from .sidecar import index_key, read_sidecar, sidecar_path, write_sidecar
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
-CACHE_VERSION = 2
+CACHE_VERSION = 3
+#: The first bytes of a ``.schema`` cache file (see :mod:`sjsonl.sidecar`).
+SCHEMA_MAGIC = b"SJSONLsc"
 #: Files with more records than this are split into chunks typed by worker processes.
 PARALLEL_MIN_RECORDS = 200_000
 _CHUNK_RECORDS = 100_000
@@ -336,33 +339,94 @@ def schema_of_records(rows: Iterable[Any]) -> RecordSchema:
 
 # ------------------------------------------------------------------------------------------ files and cache
 def schema_cache_path(index_path: str) -> str:
-    """Where the schema of the file indexed at ``index_path`` is cached: beside it, ``.npy`` → ``.schema``.
+    """Where the schema of the file indexed at ``index_path`` is cached: beside it, ``.npy`` (or ``.packed``)
+    → ``.schema``.
 
     Example:
         >>> schema_cache_path("/data/train.index.npy")
         '/data/train.index.schema'
     """
-    return (index_path[:-4] if index_path.endswith(".npy") else index_path) + ".schema"
+    return sidecar_path(index_path, ".schema")
 
 
 def _cache_key(f: Any) -> dict[str, Any]:
-    # The index's identity: a rebuilt index (the data changed) has another stamp, so the schema is stale.
+    # The index's identity and the bad lines left out: a rebuilt index (the data changed) or another set of
+    # skipped lines makes the cached schema stale.
     return index_key(f, CACHE_VERSION)
 
 
 def _read_cache(f: Any) -> RecordSchema | None:
+    """The cached schema of an IndexedFile when it is this index's and passes the checks of
+    :func:`_checked_cache` (a sidecar, :mod:`sjsonl.sidecar`: checksummed and trusted like the index)."""
     if f.index_path is None:
         return None
-    saved = read_sidecar(schema_cache_path(f.index_path), _cache_key(f))
-    try:
-        return None if saved is None else RecordSchema.from_dict(saved)
-    except (ValueError, KeyError, TypeError, IndexError):
-        return None  # another version: recompute, never trust it
+    found = read_sidecar(
+        schema_cache_path(f.index_path), SCHEMA_MAGIC, _cache_key(f), lambda b: _checked_cache(f, b)
+    )
+    return found  # type: ignore[no-any-return]
 
 
 def _write_cache(f: Any, schema: RecordSchema) -> None:
     if f.index_path is not None:
-        write_sidecar(schema_cache_path(f.index_path), _cache_key(f), schema.to_dict())
+        write_sidecar(
+            schema_cache_path(f.index_path), SCHEMA_MAGIC, _cache_key(f), orjson.dumps(schema.to_dict())
+        )
+
+
+def _checked_cache(f: Any, body: memoryview) -> RecordSchema:
+    """A cached schema, checked without a pass over the data: it counts this file's good records, every
+    signature and count is one the inference can make, and a few evenly spaced records conform to it (a
+    column dropped, or a type narrowed, shows there). ``ValueError`` saying what is wrong otherwise."""
+    d = orjson.loads(body)
+    good = int(f.n) - len(f.bad_records)
+    if type(d) is not dict or d.get("rows") != good or not 0 <= d["objects"] <= good:
+        raise ValueError(f"it does not describe this file's {good} records")
+    names = [c[0] for c in d["columns"]]
+    if len(set(names)) != len(names) or not all(type(n) is str for n in names):
+        raise ValueError("its column names are not unique strings")
+    for name, sig, present in d["columns"]:
+        _check_signature(sig)
+        if type(present) is not int or not (sig is not None) <= present <= d["objects"]:
+            raise ValueError(f"column {name!r} has an impossible count of values ({present})")
+        if sig is None and present:
+            raise ValueError(f"column {name!r} has values but no type")
+    _check_signature(d["whole"])
+    schema = RecordSchema.from_dict(d)
+    picks = np.unique(np.linspace(0, f.n - 1, min(int(f.n), 8)).astype(np.int64))
+    for i in np.setdiff1d(picks, f.bad_records).tolist():
+        if not _conforms(schema, f.record(i)):
+            raise ValueError(f"record {i} does not have the types it records")
+    return schema
+
+
+def _check_signature(sig: Any) -> None:
+    """``ValueError`` unless ``sig`` (as JSON: null or [kind, ndim]) is a signature inference can make."""
+    if sig is None:
+        return
+    kind, ndim = sig  # a list of two, or the unpacking fails (ValueError, TypeError)
+    kinds_ok = kind is None or (kind in KINDS and kind != "null")
+    ndim_ok = ndim is None or (type(ndim) is int and 0 <= ndim <= 64)
+    if not kinds_ok or not ndim_ok or (ndim == 0 and kind is None) or (ndim is None and kind is not None):
+        raise ValueError(f"it holds an impossible column type {sig!r}")
+
+
+def _conforms(schema: RecordSchema, row: Any) -> bool:
+    """Whether ``row`` adds nothing to ``schema`` (its values fit the columns' types, its missing keys and
+    nulls fall in nullable columns)."""
+    if type(row) is not dict:
+        whole = schema.whole_signature
+        return schema.rows > schema.object_rows and merge(whole, signature(row)) == whole
+    if not schema.object_rows:
+        return False
+    for name in schema.column_names:
+        value = row.get(name)
+        sig = schema.signature_of(name)
+        if value is None:
+            if not schema[name].nullable:
+                return False
+        elif merge(sig, signature(value)) != sig:
+            return False
+    return all(name in schema for name in row)
 
 
 def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:

@@ -113,7 +113,9 @@ class SkipMap:
     """
 
     def __init__(self, n: int, skipped) -> None:
-        skipped = np.unique(np.asarray(skipped, dtype=np.int64))
+        skipped = np.asarray(skipped, dtype=np.int64)
+        if len(skipped) > 1 and not bool(np.all(skipped[1:] > skipped[:-1])):  # (np.unique hashes: slow)
+            skipped = np.unique(skipped)
         self.n = n - len(skipped)
         # position p maps past every skipped index s_k with s_k - k <= p
         self._shift = skipped - np.arange(len(skipped), dtype=np.int64)
