@@ -3,8 +3,9 @@
 bzip2 compresses independent blocks of 100–900 KB (``-1``…``-9``); a read decompresses from the start of the
 block that holds its offset. Finding the blocks takes one full pass — the index scan makes it — and their
 offsets (compressed bit offset → decompressed byte offset, a few bytes per block) are saved beside the
-index (``.seekpoints``, tagged with the data stamp and index checksum as for gzip), so reopening, and
-every worker process, starts with them instead of decompressing the file again.
+index (``.seekpoints``, bound to the data version and the index and checked as for gzip:
+:mod:`.seekpoints`), so reopening, and every worker process, starts with them instead of decompressing the
+file again.
 
 Example:
     >>> import bz2, os, tempfile
@@ -22,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import require
+from ..sidecar import encode_sidecar
 from .base import DataStamp
 from .local import LocalFile
-from .seekable import SeekableStreamFile, seek_blob, unseal_seek_blob
+from .seekable import SeekableStreamFile
+from .seekpoints import BZIP2_SEEK_MAGIC, SavedPoints, check_bzip2_blocks, seek_key
 
 __all__ = ["Bzip2File", "LocalFile"]
 
@@ -44,8 +47,9 @@ class Bzip2File(SeekableStreamFile):
     def __init__(self, source: Any) -> None:
         require("indexed_bzip2", "compress")  # a missing extra is an error on open, not on the first read
         super().__init__(source)
-        self._seek_file: str | None = None
-        self._seek_tag: tuple[dict, int] | None = None
+        self._saved: SavedPoints | None = (
+            None  # block offsets saved beside the index, for this data and index
+        )
 
     def _decompressor(self, fileobj: Any) -> Any:
         # parallelization=1: one thread per handle; DataLoader workers already use the cores
@@ -61,7 +65,7 @@ class Bzip2File(SeekableStreamFile):
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
         handle = super()._open_handle(inherited)
-        if handle is not None and inherited is not None and inherited[1] is not None and not self._seek_file:
+        if handle is not None and inherited is not None and inherited[1] is not None and not self._saved:
             lock, parent = inherited  # after a fork: start from the parent's blocks when it is not mid-read
             if lock.acquire(blocking=False):
                 try:
@@ -73,7 +77,8 @@ class Bzip2File(SeekableStreamFile):
 
     # ---- block offsets saved beside the index (called by the index layer, as for gzip)
     def export_seek_state(self, stamp: DataStamp, index_checksum: int = 0) -> bytes | None:
-        """This process's block offsets, tagged with ``stamp`` and the index (``None`` unless complete)."""
+        """This process's block offsets as a ``.seekpoints`` file for ``stamp`` and the index with CRC-32
+        ``index_checksum`` (``None`` unless complete)."""
         state = self._state
         if state is None or state[2] is None:
             return None
@@ -82,27 +87,26 @@ class Bzip2File(SeekableStreamFile):
                 return None
             offsets = state[2].block_offsets()
         pairs = np.array(sorted(offsets.items()), dtype="<i8").reshape(-1, 2)
-        return seek_blob(pairs.tobytes(), stamp, index_checksum)
+        return b"".join(encode_sidecar(BZIP2_SEEK_MAGIC, seek_key("bzip2", stamp, index_checksum), pairs))
 
-    def attach_seek_state(self, path: str, stamp: DataStamp, index_checksum: int = 0) -> None:
-        """Use the block offsets in ``path`` (if saved for ``stamp`` and this index) in new handles."""
-        self._seek_file, self._seek_tag = path, (stamp.to_dict(), index_checksum)
+    def attach_seek_state(
+        self, path: str, stamp: DataStamp, index_checksum: int = 0, line_starts: Any = None
+    ) -> None:
+        """Use the block offsets in ``path`` (if saved for ``stamp`` and this index, and they pass their
+        checks) in new handles. (``line_starts``: as for gzip; blocks carry no data to check them against.)"""
+        self._saved = SavedPoints(path, BZIP2_SEEK_MAGIC, "bzip2", stamp, index_checksum)
         self._size = stamp.size if stamp.size >= 0 else None
 
     def _load_points(self) -> dict[int, int] | None:
-        if self._seek_file is None or self._seek_tag is None:
+        saved = self._saved
+        if saved is None:
             return None
-        try:
-            with open(self._seek_file, "rb") as f:
-                blob = f.read(64 << 20)
-        except OSError:
-            return None
-        points = unseal_seek_blob(blob, self._seek_tag)
-        if points is None or len(points) % 16:
-            return None
-        pairs = np.frombuffer(points, dtype="<i8").reshape(-1, 2)
-        return {int(a): int(b) for a, b in pairs.tolist()}
+        stamp = saved.stamp
+        pairs = saved.load(
+            lambda body: check_bzip2_blocks(body, stamp.stored, stamp.size, self.source.read_many)
+        )
+        return None if pairs is None else {int(a): int(b) for a, b in pairs.tolist()}
 
     def refresh(self) -> None:
         super().refresh()
-        self._seek_file, self._seek_tag = None, None
+        self._saved = None

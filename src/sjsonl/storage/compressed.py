@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import errno
 import io
-import json
 import os
 import shutil
 import threading
@@ -32,9 +31,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import DataFileError, StaleDataError, require
+from ..sidecar import encode_sidecar, warn_ignored
 from . import gzip_build
 from .base import DataStamp, read_sequentially
 from .local import LocalFile
+from .seekpoints import GZIP_SEEK_MAGIC, SavedPoints, check_gzip_points, seek_key
 
 #: Decompressed bytes between gzip seek points. A random read decompresses half of this on average
 #: (measured here: ~2 ms at 1 MiB, ~0.8 ms at 256 KiB), and every point keeps 32 KiB of history in memory
@@ -42,7 +43,6 @@ from .local import LocalFile
 GZIP_SPACING = 1 << 20
 #: Frame size :func:`to_seekable_zstd` writes: a random read decompresses up to one frame.
 ZSTD_FRAME_BYTES = 256 << 10
-_SEEK_MAGIC = b"sjsonl-seekpoints 2\n"
 
 NOT_SEEKABLE = (
     "{path} is not in the seekable zstd format (it has no seek table at its end): a plain zstd file, or a "
@@ -157,8 +157,8 @@ class GzipFile(_PerProcessHandle):
         self.build_backend = gzip_build.build_backend(build_backend)
         self._state = None
         self._size: int | None = None  # decompressed size, once known
-        self._seek_file: str | None = None  # seek points saved beside the index
-        self._seek_tag: tuple[dict, int] | None = None  # ... valid for this stamp and index only
+        self._saved: SavedPoints | None = None  # seek points saved beside the index, for this data and index
+        self._primed: int | None = None  # the process whose handle started from the saved points
         self._seek_size: int | None = None  # the decompressed size the index vouches for
 
     @property
@@ -188,13 +188,16 @@ class GzipFile(_PerProcessHandle):
             return None  # an empty file: no gzip stream to open
         handle = self._new_handle()
         points = self._inherited_points(inherited) if inherited is not None else None
-        if points is None and self._seek_file is not None:
+        saved = points is None and self._saved is not None
+        if saved:
             points = self._load_seek_file()
         if points:
             try:
                 handle.import_index(fileobj=io.BytesIO(points))
             except Exception:  # unusable points only cost speed: they are rebuilt as reads go
                 handle = self._new_handle()
+            else:
+                self._primed = os.getpid() if saved else None
         return handle
 
     @staticmethod
@@ -214,6 +217,14 @@ class GzipFile(_PerProcessHandle):
     def read(self, start: int, end: int) -> bytes:
         if end <= start:
             return b""
+        try:
+            return self._read(start, end)
+        except DataFileError as exc:
+            if not self._drop_saved_points(f"decompressing from them failed: {exc}"):
+                raise
+        return self._read(start, end)  # from the start of the stream, as if no points had been saved
+
+    def _read(self, start: int, end: int) -> bytes:
         try:
             for attempt in range(2):
                 lock, handle = self._handle()
@@ -235,6 +246,17 @@ class GzipFile(_PerProcessHandle):
         except (OSError, ValueError) as exc:  # zran errors: not gzip, corrupt or truncated data
             raise self._failed(exc) from None
 
+    def _drop_saved_points(self, why: str) -> bool:
+        """After a failed read: if this process's handle started from the saved points, stop using them
+        (one warning) and say so — the caller reads again from the stream's start. Else ``False``."""
+        if self._primed != os.getpid() or self._saved is None:
+            return False
+        warn_ignored(self._saved.path, why, self._saved.identity or why)  # once per version of the file
+        self._saved = self._primed = None
+        self.reset_handles()
+        self._size = self._seek_size
+        return True
+
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
         """The decompressed data front to back; the pass also builds every seek point (kept for reads)."""
         return gzip_build.build_pass(self, chunk_bytes)
@@ -244,47 +266,41 @@ class GzipFile(_PerProcessHandle):
         pinned = getattr(self.source, "pinned", None)
         return pinned.stored if pinned is not None else self.source.stamp(fingerprint=False).size
 
-    # ---- seek points saved beside the index (called by the index layer)
+    # ---- seek points saved beside the index (called by the index layer; format: .seekpoints)
     def export_seek_state(self, stamp: DataStamp, index_checksum: int = 0) -> bytes | None:
-        """This process's seek points, tagged with ``stamp``, the index they go with and their own
-        CRC-32 (``None`` unless they cover the file)."""
+        """This process's seek points as a ``.seekpoints`` file for ``stamp`` and the index with CRC-32
+        ``index_checksum`` (``None`` unless they cover the file)."""
         state = self._state
         if self._size is None or state is None or state[0] != os.getpid() or state[2] is None:
             return None
         buf = io.BytesIO()
         with state[1]:
             state[2].export_index(fileobj=buf)
-        points = buf.getvalue()
-        tag = {"stamp": stamp.to_dict(), "index": index_checksum, "crc32": zlib.crc32(points)}
         # the 32 KiB windows are text history: zlib level 1 shrinks them ~4x for ~15 ms per 64 MiB of data
-        return _SEEK_MAGIC + json.dumps(tag, sort_keys=True).encode() + b"\n" + zlib.compress(points, 1)
+        body = zlib.compress(buf.getvalue(), 1)
+        return b"".join(encode_sidecar(GZIP_SEEK_MAGIC, seek_key("gzip", stamp, index_checksum), body))
 
-    def attach_seek_state(self, path: str, stamp: DataStamp, index_checksum: int = 0) -> None:
-        """Use the seek points in ``path`` (if they were saved for ``stamp`` and this index) when a
-        handle is opened."""
-        self._seek_file, self._seek_tag = path, (stamp.to_dict(), index_checksum)
+    def attach_seek_state(
+        self, path: str, stamp: DataStamp, index_checksum: int = 0, line_starts: Any = None
+    ) -> None:
+        """Use the seek points in ``path`` (if saved for ``stamp`` and this index, and they pass their
+        checks) when a handle is opened. ``line_starts``, the index's record starts (of lines): check
+        the points against them now — a process that opens a handle later uses that file only as it was
+        then."""
+        self._saved = SavedPoints(path, GZIP_SEEK_MAGIC, "gzip", stamp, index_checksum)
         self._size = self._seek_size = stamp.size
+        if line_starts is not None and not self._saved.verify(self._points_check(stamp, line_starts)):
+            self._saved = None
+
+    @staticmethod
+    def _points_check(stamp: DataStamp, line_starts: Any = None) -> Any:
+        return lambda body: check_gzip_points(body, stamp.stored, stamp.size, line_starts)
 
     def _load_seek_file(self) -> bytes | None:
         """The saved points, or ``None`` when they are missing or not provably these data's: any
         doubt costs only speed (points are rebuilt as reads go), never a wrong record."""
-        try:
-            with open(self._seek_file, "rb") as f:  # type: ignore[arg-type]
-                blob = f.read(64 << 20)
-        except OSError:
-            return None
-        if not blob.startswith(_SEEK_MAGIC) or self._seek_tag is None:
-            return None
-        header, _, body = blob[len(_SEEK_MAGIC) :].partition(b"\n")
-        try:
-            tag = json.loads(header)
-            stamp, index = self._seek_tag
-            if tag["stamp"] != json.loads(json.dumps(stamp)) or tag["index"] != index:
-                return None  # saved for other bytes or another index (a concurrent rebuild)
-            points = zlib.decompress(body)
-            return points if zlib.crc32(points) == tag["crc32"] else None
-        except (ValueError, KeyError, TypeError, RecursionError, zlib.error):
-            return None
+        saved = self._saved
+        return None if saved is None else saved.load(self._points_check(saved.stamp))
 
     def reset_handles(self) -> None:
         super().reset_handles()
@@ -293,7 +309,7 @@ class GzipFile(_PerProcessHandle):
     def refresh(self) -> None:
         super().refresh()
         self._size = None
-        self._seek_file, self._seek_tag = None, None
+        self._saved = None
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("_state", "_igz")}

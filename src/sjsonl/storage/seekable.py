@@ -17,54 +17,15 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-import zlib
 from typing import Any
 
 from ..errors import DataFileError, StaleDataError
-from .base import DataStamp
 from .compressed import _PerProcessHandle
 from .local import LocalFile
 
-__all__ = ["LocalFile", "SeekableStreamFile", "seek_blob", "unseal_seek_blob"]
-
-_MAGIC = b"sjsonl-blockpoints 1\n"
-
-
-def seek_blob(points: bytes, stamp: DataStamp, index_checksum: int) -> bytes:
-    """Seek points tagged with the data stamp and index they belong to and their own CRC-32.
-
-    Example:
-        >>> stamp = DataStamp(8, 1, "ab")
-        >>> unseal_seek_blob(seek_blob(b"pts", stamp, 7), (stamp.to_dict(), 7))
-        b'pts'
-    """
-    tag = {"stamp": stamp.to_dict(), "index": index_checksum, "crc32": zlib.crc32(points)}
-    return _MAGIC + json.dumps(tag, sort_keys=True).encode() + b"\n" + zlib.compress(points, 1)
-
-
-def unseal_seek_blob(blob: bytes, expected: tuple[dict, int]) -> bytes | None:
-    """The points in ``blob`` when they were saved for ``expected`` (stamp dict, index checksum) and are
-    intact, else ``None``: any doubt only costs speed (the points are rebuilt by reading).
-
-    Example:
-        >>> unseal_seek_blob(b"garbage", ({}, 0)) is None
-        True
-    """
-    if not blob.startswith(_MAGIC):
-        return None
-    header, _, body = blob[len(_MAGIC) :].partition(b"\n")
-    try:
-        tag = json.loads(header)
-        stamp, index = expected
-        if tag["stamp"] != json.loads(json.dumps(stamp)) or tag["index"] != index:
-            return None
-        points = zlib.decompress(body)
-        return points if zlib.crc32(points) == tag["crc32"] else None
-    except (ValueError, KeyError, TypeError, RecursionError, zlib.error):
-        return None
+__all__ = ["LocalFile", "SeekableStreamFile"]
 
 
 class SeekableStreamFile(_PerProcessHandle):
