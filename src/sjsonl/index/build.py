@@ -22,6 +22,7 @@ import numpy as np
 
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
+from ..sidecar import ArtifactWarning
 from ..storage import DataStamp, LocalFile, Storage, is_url
 from .append import extend_grown_index
 from .elements import NotADocument, field_of, scan_elements
@@ -201,7 +202,8 @@ def find_index(
             continue
         attach = getattr(storage, "attach_seek_state", None)
         if attach is not None:  # gzip: seek points saved beside the index spare a full decompression
-            attach(seek_state_path(path), meta.stamp, meta.checksum)
+            starts = None if meta.layout else found.offsets  # (the points are checked against lines)
+            attach(seek_state_path(path), meta.stamp, meta.checksum, line_starts=starts)
         loaded = LoadedIndex(
             found.offsets, meta.stamp, path, meta.checksum, meta.layout, verified=found.verified
         )
@@ -265,7 +267,8 @@ def save_index(
         except OSError:
             pass
         else:
-            storage.attach_seek_state(seek_state_path(written), stamp, meta.checksum)  # type: ignore[attr-defined]
+            starts = None if layout else offsets
+            storage.attach_seek_state(seek_state_path(written), stamp, meta.checksum, line_starts=starts)  # type: ignore[attr-defined]
     return written
 
 
@@ -344,6 +347,9 @@ def _build(
             kind = StaleIndexError if any("is stale" in p for p in problems) else IndexFileError
             raise kind(f"{problems[-1]}; {hint}")
         raise IndexFileError(f"no index for {storage.path}; {hint}")
+    ignored = [p for p in problems if "it will be rebuilt" in p or "is not trusted" in p]
+    if ignored:  # a corrupt or untrusted index file (not a stale or missing one): say so, once
+        warnings.warn(ignored[-1], ArtifactWarning, stacklevel=4)
     offsets, stamp, layout = build_layout(storage, workers=workers, progress=progress, layout=layout)
     try:
         written: str | None = save_index(
