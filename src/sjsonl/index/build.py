@@ -347,8 +347,10 @@ def _build(
             kind = StaleIndexError if any("is stale" in p for p in problems) else IndexFileError
             raise kind(f"{problems[-1]}; {hint}")
         raise IndexFileError(f"no index for {storage.path}; {hint}")
-    ignored = [p for p in problems if "it will be rebuilt" in p or "is not trusted" in p]
-    if ignored:  # a corrupt or untrusted index file (not a stale or missing one): say so, once
+    # a corrupt or untrusted index file: say so, once (not a stale or missing one, nor an untrusted place,
+    # which warns itself)
+    ignored = [p for p in problems if "it will be rebuilt" in p or "not trusted: the index file" in p]
+    if ignored:
         warnings.warn(ignored[-1], ArtifactWarning, stacklevel=4)
     offsets, stamp, layout = build_layout(storage, workers=workers, progress=progress, layout=layout)
     try:
