@@ -30,13 +30,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
 from .decode import excerpt, loads
 from .errors import InvalidArgumentError
 from .schema import map_record_chunks
 from .sidecar import index_key, read_sidecar, write_sidecar
-from .storage import byte_view
+from .storage import byte_view, count_newlines
 
 POLICIES = ("error", "skip", "warn")
 
@@ -94,17 +92,9 @@ def _chunk(f: Any, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
 
 def _line_numbers(f: Any, offsets: list[int]) -> list[int]:
     """1-based line numbers of sorted byte offsets, counting newlines once from the start."""
-    buf = byte_view(f.storage)
     lines, count, prev = [], 1, 0
-    mapped = getattr(f.storage, "buffer", None) is not None
     for off in offsets:
-        if mapped:
-            count += int(
-                np.count_nonzero(np.frombuffer(buf, np.uint8, count=off - prev, offset=prev) == 0x0A)
-            )
-        else:  # compressed or remote: read the stretch since the last one, once
-            for lo in range(prev, off, 8 << 20):
-                count += f.storage.read(lo, min(off, lo + (8 << 20))).count(b"\n")
+        count += count_newlines(f.storage, prev, off)
         lines.append(count)
         prev = off
     return lines

@@ -39,6 +39,8 @@ from typing import overload
 
 import numpy as np
 
+from ..storage.content import LEAF_BYTES, leaf_digest, leaf_digests
+
 
 def _native():
     """The compiled newline scan (``sjsonl.index._newlines``), unless ``$SJSONL_SCAN=numpy`` asks for the
@@ -90,10 +92,14 @@ def _line_is_blank(peek: Callable[[int, int], bytes], start: int, size: int) -> 
 
 class _FileChunks:
     """Chunks of an open file read with ``pread`` into per-thread scratch buffers (no memory map: a file
-    truncated during the scan gives a short read and a clear error, never SIGBUS)."""
+    truncated during the scan gives a short read and a clear error, never SIGBUS).
 
-    def __init__(self, fd: int, size: int, chunk_bytes: int) -> None:
+    ``digests``: a dict that gets each chunk's content-hash leaf digest (:mod:`sjsonl.storage.content`),
+    by leaf number, while the chunk is in the cache — chunks must then be the leaves."""
+
+    def __init__(self, fd: int, size: int, chunk_bytes: int, digests: dict[int, int] | None = None) -> None:
         self.fd, self.size, self.chunk_bytes = fd, size, chunk_bytes
+        self.digests = digests
         self._local = threading.local()
 
     def __call__(self, lo: int, hi: int) -> np.ndarray:
@@ -107,6 +113,8 @@ class _FileChunks:
             if n <= 0:
                 raise DataChangedWhileScanning(f"data file shrank to {lo + got} bytes while it was indexed")
             got += n
+        if self.digests is not None:
+            self.digests[lo // LEAF_BYTES] = leaf_digest(view)
         return np.frombuffer(scratch, dtype=np.uint8, count=hi - lo)
 
     def peek(self, lo: int, hi: int) -> bytes:
@@ -255,12 +263,15 @@ def scan_file(
     on_progress: Callable[[int], None] | None = None,
     chunk_bytes: int = FILE_CHUNK_BYTES,
     start: int = 0,
+    digests: dict[int, int] | None = None,
 ) -> np.ndarray:
     """:func:`scan_record_starts` over the first ``size`` bytes of the open file ``fd``, read with
     ``pread`` (never mapped, so truncation during the scan cannot crash the process). Raises
     :class:`DataChangedWhileScanning` if the file turns out shorter than ``size``. ``start``: scan only
     ``[start, size)`` — the record starts after it (the line that begins at ``start`` counts only if
-    ``start`` is 0 or follows a newline).
+    ``start`` is 0 or follows a newline). ``digests``: a dict filled with the leaf digests of the
+    content hash (:mod:`sjsonl.storage.content`) of the leaves from ``start``'s on, computed from the
+    chunks as they are scanned where they are the leaves (``start`` on a leaf boundary), else read again.
 
     Example:
         >>> import os, tempfile
@@ -271,8 +282,14 @@ def scan_file(
         [0, 7]
         >>> os.close(fd)
     """
-    chunks = _FileChunks(fd, size, chunk_bytes)
-    return _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes, start)
+    leaves = digests is not None and start % LEAF_BYTES == 0 and chunk_bytes == LEAF_BYTES
+    chunks = _FileChunks(fd, size, chunk_bytes, digests if leaves else None)
+    found = _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes, start)
+    if digests is not None and not leaves:
+        read = lambda lo, hi: os.pread(fd, hi - lo, lo)  # noqa: E731
+        first = start // LEAF_BYTES
+        digests.update(enumerate(leaf_digests(read, first, size), start=first))
+    return found
 
 
 def _scan_parallel(

@@ -29,6 +29,7 @@ import shutil
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import DataFileError, StaleDataError, require
@@ -96,7 +97,8 @@ class _PerProcessHandle:
 
     def pin(self, stamp: DataStamp) -> None:
         """Tie reads to the compressed bytes ``stamp`` describes (see :meth:`LocalFile.pin`)."""
-        self.source.pin(DataStamp(stamp.stored, stamp.mtime_ns, stamp.fingerprint, etag=stamp.etag))
+        # stored_size stays set: the source holds the stored form of the data, not its lines
+        self.source.pin(replace(stamp, size=stamp.stored, stored_size=stamp.stored))
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         return read_sequentially(self, ranges)  # type: ignore[arg-type]
@@ -112,7 +114,7 @@ class _PerProcessHandle:
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
         """The compressed bytes' stamp; ``size`` is ``-1``: the decompressed size is the index's to know."""
         s = self.source.stamp(fingerprint=fingerprint)
-        return DataStamp(-1, s.mtime_ns, s.fingerprint, stored_size=s.size, etag=s.etag)
+        return replace(s, size=-1, stored_size=s.size)
 
     def reset_handles(self) -> None:
         """Forget this process's decompressor (and what it learnt of the bytes), keeping the pinned file:
