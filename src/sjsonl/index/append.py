@@ -26,6 +26,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import io
 import os
@@ -50,8 +52,11 @@ from .store import (
     IndexMeta,
     meta_of,
     read_index,
+    warn_not_saved,
     write_index,
+    write_index_somewhere,
 )
+from .trust import read_only_reason
 
 if TYPE_CHECKING:  # .build imports this module
     from .build import LoadedIndex
@@ -170,10 +175,35 @@ def extend_grown_index(
         crc_of = (len(old.offsets), meta.checksum) if same_dtype else (0, 0)
         new_meta = meta_of(offsets, stamp, storage.path, crc_of=crc_of)
         compact = isinstance(old.offsets, PackedOffsets)  # rewritten whole, atomically: it is small
+        written: str | None = path
         if compact or not (same_dtype and _extend_in_place(old, offsets[len(old.offsets) :], new_meta)):
-            write_index(path, offsets, new_meta, compact=compact)
-        served = read_index(path).offsets if compact else offsets  # compact: served from its map
-        return LoadedIndex(served, stamp, path, new_meta.checksum, "", origin="extended")
+            written = _write_extended(storage.path, path, offsets, new_meta, compact, index_dir, index_path)
+        served = read_index(written).offsets if compact and written else offsets  # compact: from its map
+        return LoadedIndex(served, stamp, written, new_meta.checksum, "", origin="extended")
+    return None
+
+
+def _write_extended(
+    data_path: str,
+    path: str,
+    offsets: np.ndarray,
+    meta: IndexMeta,
+    compact: bool,
+    index_dir: str | None,
+    index_path: str | None,
+) -> str | None:
+    """Write the extended index over the old one, else in the next place that takes it (a read-only place,
+    a full disk), else keep it in memory with a warning: an open never fails for want of a place."""
+    try:
+        return write_index(path, offsets, meta, compact=compact)
+    except OSError as exc:
+        failure = exc
+    if not index_path:
+        try:
+            return write_index_somewhere(data_path, offsets, meta, index_dir, compact=compact)
+        except OSError as exc:
+            failure = exc
+    warn_not_saved(data_path, failure)
     return None
 
 
@@ -247,7 +277,12 @@ def _extend_in_place(old: IndexFile, new_offsets: np.ndarray, meta: IndexMeta) -
     old_header = _npy_header(old.meta.records, np.dtype(meta.dtype))
     if len(header) != len(old_header):  # a count with more digits crossed the header's padding
         return False
-    fd = os.open(old.path, os.O_RDWR | os.O_CLOEXEC)
+    if read_only_reason(old.path) is not None:
+        return False  # (the caller's atomic write refuses it too, and the index goes elsewhere)
+    try:
+        fd = os.open(old.path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         st = os.fstat(fd)
@@ -256,13 +291,41 @@ def _extend_in_place(old: IndexFile, new_offsets: np.ndarray, meta: IndexMeta) -
         if os.pread(fd, len(old_header), 0) != old_header:  # not the header np.save writes
             return False
         body_end = len(header) + old.offsets.nbytes
+        old_trailer = os.pread(fd, st.st_size - body_end, body_end)
         blob = meta.to_json()
         tail = np.ascontiguousarray(new_offsets).tobytes() + blob + _TAIL.pack(len(blob), TRAILER_MAGIC)
-        os.pwrite(fd, tail, body_end)
-        os.ftruncate(fd, body_end + len(tail))
-        os.fsync(fd)  # the offsets and trailer are durable before the header names them
-        os.pwrite(fd, header, 0)
+        try:
+            _pwrite_all(fd, tail, body_end)
+            os.ftruncate(fd, body_end + len(tail))
+            os.fsync(fd)  # the offsets and trailer are durable before the header names them
+        except OSError:  # a full disk, a file size limit: put the old index back as it was
+            _restore(fd, old.path, old_trailer, body_end)
+            return False
+        _pwrite_all(fd, header, 0)  # the header is never longer than what it overwrites: it cannot fail short
         os.fsync(fd)
         return True
     finally:
         os.close(fd)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """``pwrite`` all of ``data``, or raise: a short write (a full disk) is an error, never ignored."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "short write")
+        view, offset = view[written:], offset + written
+    view.release()
+
+
+def _restore(fd: int, path: str, old_trailer: bytes, body_end: int) -> None:
+    """Undo a failed extension: the old trailer where it was, the file cut back to its old size (neither
+    needs new space). If even that fails, the index file is removed: never a torn index left behind."""
+    try:
+        _pwrite_all(fd, old_trailer, body_end)
+        os.ftruncate(fd, body_end + len(old_trailer))
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +35,7 @@ from .store import (
     meta_of,
     read_index,
     seek_state_path,
+    warn_not_saved,
     write_index,
     write_index_somewhere,
     write_seek_state,
@@ -386,9 +386,13 @@ def _convert(storage: Storage, found: LoadedIndex, compact: bool, index_dir: str
     assert found.path is not None
     offsets = read_index(found.path).offsets  # the checks a deferred read left out, before copying
     plain = np.asarray(offsets)
-    written = save_index(
-        storage, plain, found.stamp, index_dir=index_dir, layout=found.layout, compact=compact
-    )
+    try:
+        written = save_index(
+            storage, plain, found.stamp, index_dir=index_dir, layout=found.layout, compact=compact
+        )
+    except OSError as exc:  # the index found serves as well in its own format
+        warn_not_saved(storage.path, exc)
+        return replace(found, offsets=offsets, verified=True)
     return replace(found, offsets=_mapped(written, plain), path=written, verified=True)
 
 
@@ -417,7 +421,7 @@ def _build(
             compact=compact,
         )  # fmt: skip
     except OSError as exc:  # an index we cannot save still serves this process
-        warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=4)
+        warn_not_saved(storage.path, exc)
         written = None
     checksum = meta_of(offsets, stamp, storage.path, layout).checksum
     served = offsets if written is None else _mapped(written, offsets)

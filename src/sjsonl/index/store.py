@@ -43,6 +43,7 @@ import json
 import mmap
 import os
 import struct
+import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -395,7 +396,8 @@ def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta, *, compac
     return index_path
 
 
-_CANNOT_WRITE = (errno.EPERM, errno.EACCES, errno.EROFS)
+#: Errors that say "not here" (read-only, a full disk or quota, a file size limit): the next place is tried.
+_CANNOT_WRITE = (errno.EPERM, errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def write_index_somewhere(
@@ -421,6 +423,28 @@ def write_index_somewhere(
             if exc.errno not in _CANNOT_WRITE or k == len(places) - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+class IndexNotSavedWarning(UserWarning):
+    """An index could not be written anywhere (read-only places, a full disk, a file size limit): it
+    serves this process from memory and is built again by the next one."""
+
+
+def warn_not_saved(data_path: str, exc: OSError) -> None:
+    """Say (once per data file and process) that its index is kept in memory only, and why."""
+    if data_path in _NOT_SAVED:
+        return
+    _NOT_SAVED.add(data_path)
+    why = one_line(exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    warnings.warn(
+        f"could not save the index of {data_path}: {why}{where}; it is kept in memory for this process",
+        IndexNotSavedWarning,
+        stacklevel=5,
+    )
+
+
+_NOT_SAVED: set[str] = set()
 
 
 def write_seek_state(path: str, blob: bytes) -> str:
