@@ -65,11 +65,6 @@ if TYPE_CHECKING:  # .build imports this module
 _ONE_THREAD_BYTES = 64 << 20
 
 
-def _pread(storage: LocalFile):
-    fd = storage.fd
-    return lambda lo, hi: os.pread(fd, hi - lo, lo)
-
-
 def _grew_from(storage: LocalFile, stamp: DataStamp) -> list[int] | None:
     """The leaf digests of the indexed bytes if ``storage`` is the data ``stamp`` describes with bytes
     appended — a plain local file, larger now, whose first ``stamp.size`` bytes still have the content
@@ -80,7 +75,7 @@ def _grew_from(storage: LocalFile, stamp: DataStamp) -> list[int] | None:
     now = storage.stamp(fingerprint=False)
     if now.size <= stamp.size or storage.fingerprint(stamp.size) != stamp.fingerprint:
         return None  # the cheap test first: most rewrites change the head or the tail
-    leaves = leaf_digests(_pread(storage), 0, stamp.size)
+    leaves = leaf_digests(storage.read_unchecked, 0, stamp.size)
     return leaves if content_of(leaves, stamp.size) == stamp.content else None
 
 
@@ -107,7 +102,7 @@ def complete_lines(
     on a later open or ``refresh()``. (The one place the index layer parses JSON: a single line, to tell
     a last line being written from a finished file that lacks a final newline.) ``None`` when the bytes
     scanned were rewritten (the caller scans again)."""
-    read = _pread(storage)
+    read = storage.read_unchecked
     scanned = [digests[k] for k in range(len(digests))]
     if grew and (storage.stamp(fingerprint=False).size < size or leaf_digests(read, 0, size) != scanned):
         return None
@@ -233,10 +228,11 @@ def _scan_appended(
         small = before.size - start <= _ONE_THREAD_BYTES
         digests = dict(enumerate(old_leaves[:keep]))
         try:
-            tail = scan_file(
-                storage.fd, before.size, workers=1 if small else workers, on_progress=bar.update, start=start,
-                digests=digests,
-            )  # fmt: skip
+            with storage.holding() as fd:
+                tail = scan_file(
+                    fd, before.size, workers=1 if small else workers, on_progress=bar.update, start=start,
+                    digests=digests,
+                )  # fmt: skip
         except (DataChangedWhileScanning, StaleDataError):
             continue
         finally:

@@ -88,9 +88,8 @@ def _scan_lines(
     if isinstance(storage, LocalFile):  # read, never mapped: a truncation mid-scan cannot crash us
         bar = Progress(before.size, desc, progress)
         try:
-            found = scan_file(
-                storage.fd, before.size, workers=workers, on_progress=bar.update, digests=digests
-            )
+            with storage.holding() as fd:
+                found = scan_file(fd, before.size, workers=workers, on_progress=bar.update, digests=digests)
             return found, before.size
         finally:
             bar.close()

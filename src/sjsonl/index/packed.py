@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import zlib
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..storage import map_readonly
 from .atomic import _atomic_write
 from .packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
 from .store import _TAIL, PACKED_MAGIC, TRAILER_MAGIC, IndexMeta, _fail, candidate_index_paths
@@ -281,7 +281,7 @@ def open_packed(fd: int, size: int, meta: IndexMeta, trailer_len: int, path: str
     dtype = np.dtype(meta.dtype)
     if dtype.kind != "u":
         raise _fail(path, f"records {dtype} offsets, not unsigned integers")
-    mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    mm = map_readonly(fd, size)  # holds no descriptor: fd is closed by the caller
     at = _HEADER_BYTES + 16 * blocks
     return PackedOffsets(mm, records, log2_block, _HEADER_BYTES, at, packed_bytes, dtype)
 

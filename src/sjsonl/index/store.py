@@ -40,7 +40,6 @@ import errno
 import hashlib
 import io
 import json
-import mmap
 import os
 import struct
 import warnings
@@ -52,7 +51,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import IndexFileError, InvalidArgumentError, SJSONLError, one_line
-from ..storage import DataStamp, is_url
+from ..storage import DataStamp, is_url, map_readonly
 from ..storage.local import open_regular_file
 from ..storage.zip import split_member
 from .atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: the tests read temp names)
@@ -285,7 +284,7 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
             check: Callable[[Any, IndexMeta, str], None] = verify_packed
         else:
             header_len = _read_npy_header(fd, st.st_size, meta, index_path)
-            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)  # the array keeps it alive; no fd needed after
+            mm = map_readonly(fd, st.st_size)  # the array keeps it alive; no fd needed after
             offsets = _offsets_view(mm, meta, header_len, index_path)
             if st.st_size != header_len + offsets.nbytes + trailer_len:
                 raise _fail(index_path, "has a size that does not match its header and trailer")

@@ -52,7 +52,7 @@ from .base import (
     suffix_of,
 )
 from .formats import HEAD_BYTES, check_format, format_of_name
-from .local import GUARDED, LocalFile, MappedFile, PinnedReader, open_regular_file
+from .local import GUARDED, LocalFile, MappedFile, PinnedReader, map_readonly, open_regular_file
 from .zip import split_member
 
 GZIP_SUFFIXES = (".gz", ".gzip")
@@ -76,6 +76,7 @@ __all__ = [
     "byte_view",
     "count_newlines",
     "is_url",
+    "map_readonly",
     "open_regular_file",
     "open_storage",
     "resolve_path",

@@ -17,6 +17,10 @@
  *   at most every `interval_s` seconds (a monotonic coarse clock is read on each slice, a few ns), so a
  *   change in place that keeps the file's size is noticed within that interval.
  *
+ * FileMap(fd, length) is a plain read-only map with the buffer protocol (numpy views it in place), for
+ * index files: unlike Python's mmap object it keeps no duplicate of the descriptor, so a thousand mapped
+ * indexes do not hold a thousand descriptors open.
+ *
  * Built by setup.py as an optional extension; without it, sjsonl reads local files with pread instead.
  */
 #define PY_SSIZE_T_CLEAN
@@ -256,17 +260,91 @@ static PyTypeObject GuardedMapType = {
     .tp_methods = GuardedMap_methods,
 };
 
+typedef struct {
+    PyObject_HEAD char *base;
+    Py_ssize_t length;
+    Py_ssize_t exports;
+} FileMap;
+
+static int FileMap_init(FileMap *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"fd", "length", NULL};
+    int fd;
+    Py_ssize_t length;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "in", kwlist, &fd, &length)) return -1;
+    if (length < 0 || self->base != NULL) {
+        PyErr_SetString(PyExc_ValueError, "FileMap: length must be >= 0, and a map is made once");
+        return -1;
+    }
+    if (length > 0) {
+        void *p = mmap(NULL, (size_t)length, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        self->base = p;
+    }
+    self->length = length;
+    return 0;
+}
+
+static void FileMap_dealloc(FileMap *self) {
+    if (self->base != NULL) munmap(self->base, (size_t)self->length);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t FileMap_len(FileMap *self) { return self->length; }
+
+static int FileMap_getbuffer(FileMap *self, Py_buffer *view, int flags) {
+    static char empty = 0;
+    void *base = self->base != NULL ? (void *)self->base : (void *)&empty;
+    if (PyBuffer_FillInfo(view, (PyObject *)self, base, self->length, 1, flags) < 0) return -1;
+    self->exports++;
+    return 0;
+}
+
+static void FileMap_releasebuffer(FileMap *self, Py_buffer *view) {
+    (void)view;
+    self->exports--;
+}
+
+static PyBufferProcs FileMap_buffer = {
+    (getbufferproc)FileMap_getbuffer,
+    (releasebufferproc)FileMap_releasebuffer,
+};
+
+static PySequenceMethods FileMap_sequence = {
+    .sq_length = (lenfunc)FileMap_len,
+};
+
+static PyTypeObject FileMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sjsonl.storage._guarded.FileMap",
+    .tp_basicsize = sizeof(FileMap),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A read-only map of a file with the buffer protocol, holding no descriptor.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)FileMap_init,
+    .tp_dealloc = (destructor)FileMap_dealloc,
+    .tp_as_buffer = &FileMap_buffer,
+    .tp_as_sequence = &FileMap_sequence,
+};
+
 static struct PyModuleDef guarded_module = {
     PyModuleDef_HEAD_INIT, "_guarded", "Memory-mapped reads that raise instead of SIGBUS.", -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit__guarded(void) {
-    if (PyType_Ready(&GuardedMapType) < 0) return NULL;
+    if (PyType_Ready(&GuardedMapType) < 0 || PyType_Ready(&FileMapType) < 0) return NULL;
     PyObject *m = PyModule_Create(&guarded_module);
     if (m == NULL) return NULL;
     Py_INCREF(&GuardedMapType);
     if (PyModule_AddObject(m, "GuardedMap", (PyObject *)&GuardedMapType) < 0) {
         Py_DECREF(&GuardedMapType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&FileMapType);
+    if (PyModule_AddObject(m, "FileMap", (PyObject *)&FileMapType) < 0) {
+        Py_DECREF(&FileMapType);
         Py_DECREF(m);
         return NULL;
     }

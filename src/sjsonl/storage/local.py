@@ -31,10 +31,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
+import mmap
 import os
 import stat as stat_module
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -50,22 +53,44 @@ from .base import (
     stat_data_file,
 )
 from .content import content_hash
+from .descriptors import BUDGET
 
 if TYPE_CHECKING:
     from ._guarded import GuardedMap
 
 
-def _guarded_map() -> type[GuardedMap] | None:
-    """Memory-mapped reads that raise instead of SIGBUS: a small C extension, built where a C compiler was
-    at install time (without it, local files are read with ``pread``)."""
+def _compiled() -> Any:
+    """The small C extension of guarded and descriptor-free maps, built where a C compiler was at install
+    time (without it, data files are read with ``pread`` and index files mapped by Python's ``mmap``)."""
     try:
-        from ._guarded import GuardedMap
+        from . import _guarded
     except ImportError:
         return None
-    return GuardedMap
+    return _guarded
 
 
-GUARDED = _guarded_map()
+_MAPS = _compiled()
+#: Memory-mapped reads that raise instead of SIGBUS (:class:`MappedFile`), or None where not built.
+GUARDED: type[GuardedMap] | None = None if _MAPS is None else _MAPS.GuardedMap
+
+
+def map_readonly(fd: int, size: int) -> Any:
+    """A read-only map of the first ``size`` bytes of ``fd`` with the buffer protocol (numpy views it in
+    place), for index files. It keeps no descriptor (Python's ``mmap`` keeps a duplicate, so a thousand
+    mapped indexes would hold a thousand open files): ``fd`` may be closed at once.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "x")
+        >>> _ = open(path, "wb").write(b"abc")
+        >>> fd = os.open(path, os.O_RDONLY); m = map_readonly(fd, 3); os.close(fd)
+        >>> bytes(memoryview(m))
+        b'abc'
+    """
+    if _MAPS is not None:
+        return _MAPS.FileMap(fd, size)
+    return mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
+
 
 #: Seconds between version checks of a memory-mapped file while it is read (one fstat each): the longest
 #: an in-place rewrite that keeps the file's size can go unnoticed by reads of single records.
@@ -148,6 +173,10 @@ class LocalFile:
     ``pinned`` is the stamp of the version the index describes (set by the index layer); it is what a
     pickled copy checks the file against, and the size past which a short read is not a truncation.
 
+    The descriptor is drawn from a budget (:mod:`.descriptors`): among thousands of files, the least
+    recently used give theirs up and reopen by path on their next use, checked to be the same file and
+    version. Code that reads the descriptor itself holds it (:meth:`holding`).
+
     Example:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
@@ -167,19 +196,57 @@ class LocalFile:
         self._accepted: tuple[int, int, int] | None = None  # (size, mtime, ctime) seen to hold them
         self._identity: tuple[int, int] | None = None
         self._fd: int | None = None
+        self._lock, self._holds = threading.Lock(), 0
+        _ALL_FILES.add(self)
         self._open()
 
     def _open(self) -> int:
+        """Open the path (first use, in a copy, or after the budget took the descriptor): it must be the
+        file opened before, unchanged. The caller holds ``_lock`` (or owns the object alone)."""
         fd, st = open_regular_file(self.path)
         identity = (st.st_dev, st.st_ino)
-        if self._identity is not None:  # a copy in another process: the same file, and unchanged?
+        if self._identity is not None:  # reopened: the same file, and unchanged?
             try:
                 self._check_same_version(identity, st, fd)
             except BaseException:
                 os.close(fd)
                 raise
         self._identity, self._fd = identity, fd
+        BUDGET.opened(self)
         return fd
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[int]:
+        """The open descriptor, kept from the budget until the block ends (reopened first if it was given
+        up): for code that reads it directly, such as the index scan's threads."""
+        fd = self._hold()
+        try:
+            yield fd
+        finally:
+            self._release()
+
+    def _hold(self) -> int:
+        with self._lock:
+            fd = self._fd if self._fd is not None else self._open()
+            self._holds += 1
+        return fd
+
+    def _release(self) -> None:
+        with self._lock:
+            self._holds -= 1
+        BUDGET.used(self)
+
+    def give_up_descriptor(self) -> bool:
+        """Close the descriptor for the budget, unless it is in use; whether it is closed now."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self._holds:
+                return False
+            self._close_fd()
+            return True
+        finally:
+            self._lock.release()
 
     def _check_same_version(self, identity: tuple[int, int], st: os.stat_result, fd: int) -> None:
         if identity != self._identity:
@@ -227,23 +294,18 @@ class LocalFile:
     def check_unchanged(self) -> None:
         """Raise :class:`~sjsonl.errors.StaleDataError` if the file was truncated or rewritten in place
         since it was indexed (one ``fstat`` when nothing changed). A replaced file cannot be seen here:
-        this object goes on reading the version it opened."""
-        fd = self.fd
-        self._check_unchanged(os.fstat(fd), fd)
+        this object goes on reading the version it opened (unless the budget took its descriptor)."""
+        with self.holding() as fd:
+            self._check_unchanged(os.fstat(fd), fd)
 
     def pin(self, stamp: DataStamp) -> None:
         """Record that the index describes ``stamp``'s version of this open file."""
         self.pinned = stamp
         self._accepted = None
 
-    @property
-    def fd(self) -> int:
-        """The open file (opened, and checked against the indexed version, on first use in a copy)."""
-        fd = self._fd
-        return fd if fd is not None else self._open()
-
     def stat(self) -> os.stat_result:
-        return os.fstat(self.fd)
+        with self.holding() as fd:
+            return os.fstat(fd)
 
     @property
     def size(self) -> int:
@@ -252,11 +314,20 @@ class LocalFile:
     def read(self, start: int, end: int) -> bytes:
         """``bytes[start:end]`` of the pinned version — checked after the read (one ``fstat``), so bytes
         of a file truncated or rewritten in place are never returned."""
-        fd = self.fd
-        data = os.pread(fd, end - start, start) if end > start else b""
-        if self.pinned is not None:
-            self._check_unchanged(os.fstat(fd), fd)
+        fd = self._hold()  # (not `holding()`: a generator context costs more than the read)
+        try:
+            data = os.pread(fd, end - start, start) if end > start else b""
+            if self.pinned is not None:
+                self._check_unchanged(os.fstat(fd), fd)
+        finally:
+            self._release()
         return data
+
+    def read_unchecked(self, start: int, end: int) -> bytes:
+        """``bytes[start:end]`` as the file holds them now, with no version check (for the code that
+        establishes the version: hashing, the index scan)."""
+        with self.holding() as fd:
+            return os.pread(fd, end - start, start) if end > start else b""
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
         """The pinned version front to back, read with ``pread`` even when mapped (a scan of a file
@@ -270,8 +341,8 @@ class LocalFile:
 
     def fingerprint(self, size: int) -> str:
         """Hash of the first and last :data:`FINGERPRINT_SPAN` bytes of ``[0, size)`` (all of it if small)."""
-        fd = self.fd  # read, not mapped: a map made now would not see the file grow
-        return fingerprint_of(lambda ranges: [os.pread(fd, hi - lo, lo) for lo, hi in ranges], size)
+        # read, not mapped: a map made now would not see the file grow
+        return fingerprint_of(lambda ranges: [self.read_unchecked(lo, hi) for lo, hi in ranges], size)
 
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
         """Size, mtime and (unless ``fingerprint=False``) the head/tail hash of the open file as it is now."""
@@ -283,8 +354,7 @@ class LocalFile:
 
     def content_hash(self, size: int) -> str:
         """The content hash (:mod:`sjsonl.storage.content`) of the first ``size`` bytes of the open file."""
-        fd = self.fd
-        return content_hash(lambda lo, hi: os.pread(fd, hi - lo, lo), size)
+        return content_hash(self.read_unchecked, size)
 
     def open_reader(self) -> PinnedReader:
         """A file object over the open file with a position of its own (for decompressors)."""
@@ -295,12 +365,14 @@ class LocalFile:
         return type(self)(self.path)
 
     def close(self) -> None:
-        self._close_fd()
+        with self._lock:
+            self._close_fd()
 
     def _close_fd(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+            BUDGET.closed(self)
 
     def __del__(self) -> None:
         # only the descriptor: a map (which holds its own) stays valid for slices still in use
@@ -316,6 +388,8 @@ class LocalFile:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._fd, self._accepted = None, None
+        self._lock, self._holds = threading.Lock(), 0
+        _ALL_FILES.add(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
@@ -328,6 +402,18 @@ def _continues_last_line(read: Callable[[int, int], bytes], end: int, size: int)
         return False
     after = read(end, min(size, end + 4096)).lstrip(b" \t\r")
     return bool(after) and after[:1] != b"\n"
+
+
+_ALL_FILES: weakref.WeakSet[LocalFile] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # a lock or hold of a parent thread (a scan, a prefetch read) means nothing in the child
+    for f in list(_ALL_FILES):
+        f._lock, f._holds = threading.Lock(), 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class MappedFile(LocalFile):
@@ -361,11 +447,11 @@ class MappedFile(LocalFile):
         if mm is None:
             if GUARDED is None:
                 raise RuntimeError("MappedFile needs the compiled sjsonl.storage._guarded extension")
-            fd = self.fd
-            size = os.fstat(fd).st_size
-            if self.pinned is not None and size < self.pinned.stored:  # cut short before we mapped it
-                raise self._stale(f"truncated ({self.pinned.stored} -> {size} bytes)")
-            mm = self._mm = GUARDED(fd, size, _version_check(self), CHECK_SECONDS)
+            with self.holding() as fd:  # the map outlives the descriptor, which the budget may take
+                size = os.fstat(fd).st_size
+                if self.pinned is not None and size < self.pinned.stored:  # cut short before we mapped it
+                    raise self._stale(f"truncated ({self.pinned.stored} -> {size} bytes)")
+                mm = self._mm = GUARDED(fd, size, _version_check(self), CHECK_SECONDS)
         return mm
 
     def read(self, start: int, end: int) -> bytes:
