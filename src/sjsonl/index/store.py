@@ -84,8 +84,10 @@ def is_index_artifact(path: str | os.PathLike[str]) -> bool:
     sjsonl's artifacts start with ``SJSONL`` (a compact index, the sidecars) or ``sjsonl-`` (seek points),
     or are a ``.npy`` file ending with the index trailer's magic; JSON text starts with none of these.
     Two more: a ``*.tmp`` file that is empty or a ``.npy`` still being written (an atomic write under
-    way or killed: it holds no records either way), and a format-1 ``*.index.meta.json`` (a JSON object
-    describing an index). Anything unreadable is not an artifact (reading it as data says what is wrong).
+    way or killed: it holds no records either way), and two kinds written before artifacts had magic
+    numbers: a format-1 ``*.index.meta.json`` and a sidecar (one JSON object, ``{"key": {"version": …},
+    "value": …}``, :mod:`sjsonl.sidecar`). Anything unreadable is not an artifact (reading it as data
+    says what is wrong).
 
     Example:
         >>> import os, tempfile, numpy as np
@@ -114,22 +116,28 @@ def is_index_artifact(path: str | os.PathLike[str]) -> bool:
             return tail[-8:] == TRAILER_MAGIC or name.endswith(".tmp")
         if not head:
             return name.endswith(".tmp")
-        return name.endswith(".index" + LEGACY_META_SUFFIX) and _is_legacy_meta(fd, st.st_size)
+        if os.pread(fd, len(_OLD_SIDECAR), 0) == _OLD_SIDECAR:
+            return _is_json_object_with(fd, st.st_size, {"key", "value"}, exactly=True)
+        legacy = name.endswith(".index" + LEGACY_META_SUFFIX)
+        return legacy and _is_json_object_with(fd, st.st_size, {"stamp", "records", "dtype", "data_path"})
     except OSError:
         return False
     finally:
         os.close(fd)
 
 
-def _is_legacy_meta(fd: int, size: int) -> bool:
-    """Whether the open file is format 1's metadata: a small JSON object with an index's keys."""
-    if size > _MAX_META:
+_OLD_SIDECAR = b'{"key":{"version":'  # how sidecars began before they had a magic number
+
+
+def _is_json_object_with(fd: int, size: int, keys: set[str], exactly: bool = False) -> bool:
+    """Whether the open file is one JSON object with ``keys`` (or ``exactly`` those)."""
+    if size > 64 * _MAX_META:
         return False
     try:
         found = json.loads(os.pread(fd, size, 0))
     except (ValueError, RecursionError):
         return False
-    return isinstance(found, dict) and {"stamp", "records", "dtype", "data_path"} <= found.keys()
+    return isinstance(found, dict) and (found.keys() == keys if exactly else keys <= found.keys())
 
 
 _DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
