@@ -32,6 +32,7 @@ from typing import Any
 
 from .decode import excerpt, loads
 from .errors import InvalidArgumentError
+from .index.store import artifact_path
 from .schema import map_record_chunks
 from .sidecar import index_key, read_sidecar, write_sidecar
 from .storage import byte_view, count_newlines
@@ -71,8 +72,8 @@ def check_policy(on_bad_lines: str) -> str:
 
 
 def badlines_path(index_path: str) -> str:
-    """``/data/train.index.npy`` → ``/data/train.index.badlines``."""
-    return (index_path[:-4] if index_path.endswith(".npy") else index_path) + ".badlines"
+    """``/data/train.index.npy`` (or ``.packed``) → ``/data/train.index.badlines``."""
+    return artifact_path(index_path, ".badlines")
 
 
 def _chunk(f: Any, lo: int, hi: int) -> list[tuple[int, int, str, str]]:

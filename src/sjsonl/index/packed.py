@@ -45,7 +45,15 @@ from ..errors import InvalidArgumentError
 from ..storage import map_readonly
 from .atomic import _atomic_write
 from .packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
-from .store import _TAIL, PACKED_MAGIC, TRAILER_MAGIC, IndexMeta, _fail, candidate_index_paths
+from .store import (
+    _TAIL,
+    PACKED_MAGIC,
+    TRAILER_MAGIC,
+    IndexMeta,
+    _fail,
+    artifact_path,
+    candidate_index_paths,
+)
 
 PACKED_SUFFIX = ".index.packed"
 PACKED_VERSION = 1
@@ -82,7 +90,7 @@ def packed_index_path(index_path: str) -> str:
         >>> packed_index_path("/data/train.index.npy")
         '/data/train.index.packed'
     """
-    return (index_path[:-4] if index_path.endswith(".npy") else index_path) + ".packed"
+    return artifact_path(index_path, ".packed")
 
 
 def wants_compact(compact: bool | None, records: int, dtype: np.dtype) -> bool:
