@@ -109,7 +109,8 @@ def complete_lines(
     cut = _after_last_newline(read, size)
     if cut < size and not grew and not _being_written(storage, read(cut, size)):
         cut = size  # a finished last line without a line ending: a record
-    offsets = offsets[: int(np.searchsorted(offsets, cut))]
+    # (a scalar of the offsets' own dtype: with a Python int numpy would copy them all to int64 first)
+    offsets = offsets[: int(np.searchsorted(offsets, offsets.dtype.type(cut)))]
     full = cut // LEAF_BYTES
     leaves = scanned[:full] + ([leaf_digest(read(full * LEAF_BYTES, cut))] if cut % LEAF_BYTES else [])
     now = storage.stamp(fingerprint=False)

@@ -132,6 +132,10 @@ def build_layout(
         digests: dict[int, int] | None = {} if isinstance(storage, LocalFile) else None
         try:
             offsets, size, found_layout = _scan(storage, before, workers, progress, layout, digests)
+        except MemoryError:
+            raise MemoryError(
+                f"out of memory indexing {storage.path}: its offsets (4 or 8 bytes a record) did not fit"
+            ) from None
         except (DataChangedWhileScanning, StaleDataError):
             reset = getattr(storage, "reset_handles", None)
             if reset is not None:  # a decompressor's seek points describe the bytes it saw: start over

@@ -21,12 +21,14 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import errno
 import io
 import json
 import os
 import shutil
 import threading
+import weakref
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -55,6 +57,17 @@ NOT_SEEKABLE = (
 )
 
 
+#: Storages with an open decompressor in this process: closed at exit, before the interpreter finalizes —
+#: a native reader (rapidgzip's, indexed_bzip2's) whose threads outlive finalization aborts the process.
+_LIVE: weakref.WeakSet[_PerProcessHandle] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_decompressors() -> None:
+    for storage in list(_LIVE):
+        storage.close_handle()
+
+
 class _PerProcessHandle:
     """A reader handle per process, behind a lock: opened lazily, dropped on pickling, reopened after fork.
 
@@ -71,7 +84,19 @@ class _PerProcessHandle:
         if state is None or state[0] != os.getpid():
             handle = self._open_handle(None if state is None else state[1:])
             state = self._state = (os.getpid(), threading.Lock(), handle)
+            _LIVE.add(self)
         return state[1], state[2]
+
+    def close_handle(self) -> None:
+        """Close this process's decompressor now (its native threads with it); the next read opens one."""
+        state, self._state = self._state, None
+        if state is not None and state[0] == os.getpid():
+            close = getattr(state[2], "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # closing is best effort: at exit, or after a failed read
+                    pass
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
         """A new handle for this process; ``inherited`` is the (lock, handle) of the parent, after a fork."""
@@ -119,11 +144,11 @@ class _PerProcessHandle:
     def reset_handles(self) -> None:
         """Forget this process's decompressor (and what it learnt of the bytes), keeping the pinned file:
         after a scan that saw the file change, the next pass starts clean."""
-        self._state = None
+        self.close_handle()
 
     def refresh(self) -> None:
         """Forget handles and sizes: the next read sees the file as it is now."""
-        self._state = None
+        self.close_handle()
         self.source = self.source.reopen()
 
     def reopen(self) -> Any:
@@ -131,7 +156,7 @@ class _PerProcessHandle:
         return self
 
     def close(self) -> None:
-        self._state = None
+        self.close_handle()
         self.source.close()
 
     def __repr__(self) -> str:
