@@ -8,9 +8,9 @@ PIP    := $(PY) -m pip install -q --disable-pip-version-check -c constraints-tes
 
 .PHONY: demo test lint bench clean
 
-# setup.py builds the compiled newline scan and compact-index decoder (optional: without a C compiler
-# their numpy twins are used)
-$(VENV)/.core: pyproject.toml setup.py src/sjsonl/index/_newlines.c src/sjsonl/index/_packed.c constraints-test.txt
+# setup.py builds the compiled newline scan, compact-index decoder and guarded map (optional: without a C
+# compiler their numpy twins and pread are used)
+$(VENV)/.core: pyproject.toml setup.py src/sjsonl/index/_newlines.c src/sjsonl/index/_packed.c src/sjsonl/storage/_guarded.c constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e '.[progress]'
@@ -44,4 +44,4 @@ bench: $(VENV)/.all
 	$(PY) benchmarks/plot.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so

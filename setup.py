@@ -1,8 +1,9 @@
-"""Builds sjsonl's two C extensions (everything else is in pyproject.toml): the newline scan, and random
-access into compact indexes.
+"""Builds sjsonl's three C extensions (everything else is in pyproject.toml): the newline scan, random
+access into compact indexes, and memory-mapped reads that raise instead of SIGBUS.
 
-Both are optional: without a C compiler the install still succeeds and sjsonl uses numpy instead, which
-gives the same offsets (``sjsonl.index.scan.NATIVE`` and ``sjsonl.index.packed.NATIVE`` say which runs).
+All are optional: without a C compiler the install still succeeds and sjsonl uses numpy instead, which
+gives the same offsets (``sjsonl.index.scan.NATIVE`` and ``sjsonl.index.packed.NATIVE`` say which runs),
+and reads local files with ``pread`` instead of a guarded map (``sjsonl.storage.local.GUARDED``).
 """
 
 from setuptools import Extension, setup
@@ -14,6 +15,12 @@ setup(
             ["src/sjsonl/index/_newlines.c"],
             optional=True,
             extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "sjsonl.storage._guarded",
+            ["src/sjsonl/storage/_guarded.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
         ),
         Extension(
             "sjsonl.index._packed",

@@ -347,7 +347,7 @@ def test_a_gzip_file_keeps_its_seek_points_with_a_compact_index(tmp_path):
     first = JSONLDataset(path, index_dir=where, compact=True)
     names = sorted(os.listdir(where))
     assert [n.rsplit(".", 1)[1] for n in names] == ["packed", "seekpoints"]
-    assert all(is_index_artifact(n) for n in names) and is_index_artifact("d.index.packed.x-1.abc.tmp")
+    assert all(is_index_artifact(where / n) for n in names)
     again = JSONLDataset(path, index_dir=where)
     assert (
         again._files[0].index_origin == "found"

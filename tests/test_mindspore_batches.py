@@ -174,3 +174,29 @@ def test_epochs_advance_per_finished_pass_and_resume_after_a_whole_epoch(ds):
 def test_no_batches_is_an_empty_dataset(ds):
     gd = to_generator_dataset(ds.take(5), batch_size=BATCH, drop_remainder=True)
     assert list(gd.create_tuple_iterator(output_numpy=True, num_epochs=1)) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"yielded": "5"}, r"yielded='5' \(str\)"),
+        ({"yielded": 2.5}, r"yielded=2\.5 \(float\)"),
+        ({"yielded": True}, r"yielded=True \(bool\)"),
+        ({"epoch": -1}, r"epoch=-1, outside the range"),
+        ({"rows": None}, r"rows=None but this object has rows="),
+        ({"extra": 0}, r"unknown key 'extra'"),
+    ],
+)
+def test_a_bad_saved_state_is_refused_naming_the_key(ds, change, says):
+    schema = make_schema(ds)
+    src = BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=5)
+    it = iter(src)
+    next(it)
+    state = src.state_dict()
+    with pytest.raises(ValueError, match="^cannot resume: saved state has .*" + says):
+        BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=5).load_state_dict({**state, **change})
+    for key in state:  # every layout key must be there, also for an epoch saved complete
+        for yielded in (1, len(src)):
+            partial = {k: v for k, v in {**state, "yielded": yielded}.items() if k != key}
+            with pytest.raises(ValueError, match=f"saved state has no '{key}'"):
+                BatchSource(ds, schema, batch_size=BATCH, shuffle=True, seed=5).load_state_dict(partial)

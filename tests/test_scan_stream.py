@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from sjsonl.index import line_number_at
 from sjsonl.index.scan import scan_record_starts, scan_stream
-from sjsonl.storage import MemoryFile
+from sjsonl.storage import MemoryFile, open_storage
 
+from .conftest import write_bytes
 from .test_scan import BOM, lines, reference_starts
 
 
@@ -55,9 +56,11 @@ def test_stream_progress_and_empty_chunks():
     assert offsets.tolist() == [0, 2] and size == 4 and sum(seen) == 4
 
 
-def test_line_number_at_on_a_storage_without_a_map():
+def test_line_number_at_with_and_without_a_map(tmp_path):
     data = b"1\n\n\n2\n   \n3\n"
     f = MemoryFile(data)
+    mapped = open_storage(write_bytes(tmp_path / "d.jsonl", data))
+    assert hasattr(mapped, "buffer")  # counted in place, under the map's guard
     for offset in (0, 2, 5, 11):
-        assert line_number_at(f, offset) == data[:offset].count(b"\n") + 1 == line_number_at(data, offset)
+        assert line_number_at(f, offset) == data[:offset].count(b"\n") + 1 == line_number_at(mapped, offset)
     assert np.array_equal(scan_stream(f.chunks(3))[0], scan_record_starts(data))

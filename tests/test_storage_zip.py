@@ -66,7 +66,7 @@ def test_an_archive_is_its_data_members_in_name_order(tmp_path: Path, monkeypatc
     assert list(JSONLDataset(path)) == expected and list(JSONLStream(path)) == expected
     assert list(load_dataset("json", data_files=str(path), split="train")) == expected
     one = JSONLDataset(f"{path}::b.jsonl")
-    assert list(one) == [{"f": "b"}] and one.index_paths == [f"{path}.b.index.npy"]
+    assert list(one) == [{"f": "b"}] and one.index_paths == [f"{path}::b.jsonl.index.npy"]
     assert list(JSONLDataset(f"{path}::a/x.jsonl", build_index_on_load=False))[1] == {"f": "a/x2"}
 
 

@@ -39,9 +39,10 @@ import numpy as np
 
 from .decode import DECODE_ERRORS, excerpt, fallback_loads, fast_loads, loads
 from .errors import InvalidArgumentError
+from .index.store import artifact_path
 from .schema import map_record_chunks
-from .sidecar import index_key, read_sidecar, sidecar_path, write_sidecar
-from .storage import byte_view
+from .sidecar import index_key, read_sidecar, write_sidecar
+from .storage import byte_view, count_newlines
 
 POLICIES = ("error", "skip", "warn")
 
@@ -58,7 +59,6 @@ CACHE_VERSION = 2
 BADLINES_MAGIC = b"SJSONLbl"
 _COUNTS = struct.Struct("<QQ")  # bad records, line numbers kept
 _SPOT_CHECKS = 8  # saved bad records parsed again on load: each must still fail
-_COUNT_STEP = 8 << 20  # bytes scanned for newlines at a time
 _SCAN_BLOCK = 4096  # records parsed per block of offsets
 
 
@@ -87,7 +87,7 @@ def check_policy(on_bad_lines: str) -> str:
 
 def badlines_path(index_path: str) -> str:
     """``/data/train.index.npy`` (or ``.packed``) → ``/data/train.index.badlines``."""
-    return sidecar_path(index_path, ".badlines")
+    return artifact_path(index_path, ".badlines")
 
 
 @dataclass
@@ -110,7 +110,7 @@ class _FilePart:
             anchor, line = self.cursor
         offsets = self.file.offsets
         start = int(offsets[int(self.records[anchor])]) if anchor >= 0 else 0
-        line += _newlines(self.file, start, int(offsets[int(self.records[k])]))
+        line += count_newlines(self.file.storage, start, int(offsets[int(self.records[k])]))
         self.cursor = (k, line)
         return line
 
@@ -184,27 +184,13 @@ class BadLines(Sequence[BadLine]):
         return f"BadLines({len(self)} bad line{'s' if len(self) != 1 else ''})"
 
 
-def _newlines(f: Any, lo: int, hi: int) -> int:
-    """``\\n`` bytes in ``[lo, hi)`` of an IndexedFile's data, counted a piece at a time."""
-    count = 0
-    if getattr(f.storage, "buffer", None) is not None:
-        buf = byte_view(f.storage)
-        for at in range(lo, hi, _COUNT_STEP):
-            piece = np.frombuffer(buf, np.uint8, count=min(hi, at + _COUNT_STEP) - at, offset=at)
-            count += int(np.count_nonzero(piece == 0x0A))
-    else:  # compressed or remote: read the stretch once
-        for at in range(lo, hi, _COUNT_STEP):
-            count += f.storage.read(at, min(hi, at + _COUNT_STEP)).count(b"\n")
-    return count
-
-
 def _line_numbers(f: Any, records: np.ndarray) -> np.ndarray:
     """1-based line numbers of sorted records, counting newlines once from the start."""
     lines = np.empty(len(records), dtype=np.int64)
     starts = np.asarray(f.offsets[records], dtype=np.int64).tolist() if len(records) else []
     line, prev = 1, 0
     for k, start in enumerate(starts):
-        line += _newlines(f, prev, start)
+        line += count_newlines(f.storage, prev, start)
         lines[k], prev = line, start
     return lines
 

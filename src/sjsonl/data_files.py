@@ -81,7 +81,8 @@ def _inferred_names(path: str) -> list[str]:
 
 def _glob(pattern: str, base: str) -> list[str]:
     """Files matching ``pattern`` under ``base``, sorted; hidden and ``__special__`` parts only when the
-    pattern names them, as 🤗 does."""
+    pattern names them, as 🤗 does; never sjsonl's own files (told by their bytes, not their names: a data
+    file called ``search.index.meta.jsonl`` is data)."""
     full = pattern if os.path.isabs(pattern) else os.path.join(base, pattern)
     ignore = _FILES_TO_IGNORE - {os.path.basename(pattern)}
     out = []

@@ -31,7 +31,6 @@ from .fields import FieldProjection, TypedDecoder
 from .index import line_number_at
 from .sampling.maps import IndexMap, SkipMap
 from .source import IndexedFile
-from .storage import byte_view
 from .transforms import columns as _columns
 from .transforms.pipeline import Pipeline
 from .transforms.surface import HFSurface
@@ -57,10 +56,10 @@ class JSONLDataset(Views, HFSurface):
         progress: show a progress bar while indexing (default: only for large files on a terminal).
         storage_options: options for fsspec when ``path`` is a URL (credentials, ``endpoint_url``, …).
             The index of a remote file is kept in the cache directory, keyed by its URL.
-        mmap: read local files through a memory map (the default: the fastest ``ds[i]``). A file
-            truncated in place while mapped kills the process with SIGBUS on the next read of a lost
-            page; ``mmap=False`` reads with ``pread`` instead — such a file then raises
-            :class:`~sjsonl.errors.StaleDataError` — at about 2× the cost of a short-record ``ds[i]``.
+        mmap: read local files through a memory map (the default: the fastest ``ds[i]``), whose slices
+            are copied under a guard: a file truncated or rewritten in place raises
+            :class:`~sjsonl.errors.StaleDataError` naming it, never SIGBUS (see :mod:`sjsonl.storage.local`).
+            ``mmap=False`` reads with ``pread``, at about 2× the cost of a short-record ``ds[i]``.
         field: the rows are the list under this top-level key of each file, a JSON document (🤗's
             ``field=``). Without it, a ``.json`` file holding one array has its elements as rows (see
             :mod:`sjsonl.document`).
@@ -294,7 +293,7 @@ class JSONLDataset(Views, HFSurface):
             (3, True)
         """
         f, j = self._file_record(i)
-        return f.path, line_number_at(byte_view(f.storage), int(f.offsets[j]))
+        return f.path, line_number_at(f.storage, int(f.offsets[j]))
 
     def _file_record(self, i: int) -> tuple[IndexedFile, int]:
         n = self._len

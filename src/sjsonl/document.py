@@ -213,6 +213,6 @@ class DocumentFile(IndexedFile):
     ) -> SJSONLError:
         if not self.layout:
             return super().decode_error(start, data, str(reason), error)
-        line = line_number_at(byte_view(self.storage), start)
+        line = line_number_at(self.storage, start)
         what = "invalid JSON element: " if error is RecordDecodeError else ""
         return error(self.path, line, start, excerpt(data), what + reason)

@@ -11,8 +11,10 @@ closures over the record:
 
 A missing field (or a path through something that is not an object) is ``None``; a comparison that
 cannot be made (``None < 3``, ``'a' in None``) is false; ``len`` or a string method of a value of the
-wrong type is ``None``. Anything else — calls of other functions, attribute names with ``__``,
-lambdas, comprehensions, arithmetic — is refused with :class:`ExprError`, which points at the part.
+wrong type (or arguments it refuses) is ``None``. Anything else — calls of other functions, attribute
+names with ``__``, lambdas, comprehensions, arithmetic, a slice step of 0, nesting deeper than
+:data:`MAX_DEPTH` — is refused with :class:`ExprError` when compiled, which points at the part: an
+expression that compiles never raises on any record.
 
 Example:
     >>> match = compile_expr("meta.lang == 'en' and len(tags) > 1 and not text.startswith('#')")
@@ -30,6 +32,7 @@ import ast
 import operator
 import os
 import tempfile
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +45,11 @@ STRING_METHODS = frozenset(
     "startswith endswith lower upper strip lstrip rstrip isdigit isalpha isalnum isspace count find".split()  # noqa: SIM905
 )
 _CONSTANTS = (str, int, float, bool, type(None))
+#: How deeply an expression may nest (``not not … x``, ``a.b.c…``, ``x[0][0]…``): far beyond any real
+#: filter, and far inside Python's recursion limit when compiled and run.
+MAX_DEPTH = 100
+#: What a comparison or a string method of values it cannot take raises: the result is false / ``None``.
+_CANNOT = (TypeError, ValueError, OverflowError, RecursionError)
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -90,14 +98,20 @@ def compile_expr(source: str) -> Callable[[Any], bool]:
     if not text:
         raise ExprError("empty expression", text)
     try:
-        tree = ast.parse(text, mode="eval")
+        with warnings.catch_warnings():  # ("1and x": an "invalid decimal literal" warning, then parsed)
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         line = text.splitlines()[(exc.lineno or 1) - 1] if text.splitlines() else text
         start = max(0, (exc.offset or 1) - 1)
         raise ExprError(f"syntax error: {exc.msg}", line, start, start + 1) from None
     except (RecursionError, MemoryError):
         raise ExprError("expression nested too deeply", text) from None
-    fn = _Compiler(text).compile(tree.body)
+    except ValueError as exc:  # e.g. a NUL character in the source
+        raise ExprError(f"syntax error: {exc}", text) from None
+    compiler = _Compiler(text)
+    compiler.check_depth(tree.body)
+    fn = compiler.compile(tree.body)
     return lambda record: bool(fn(record))
 
 
@@ -115,7 +129,7 @@ def _safe(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], bool]:
     def compare(a: Any, b: Any) -> bool:
         try:
             return bool(op(a, b))
-        except TypeError:
+        except _CANNOT:  # unorderable types, unhashable keys, records nested past the recursion limit
             return False
 
     return compare
@@ -129,6 +143,15 @@ class _Compiler:
         lineno = getattr(node, "lineno", 1)
         end = getattr(node, "end_col_offset", None) if getattr(node, "end_lineno", 0) == lineno else None
         return ExprError(reason, self.lines[lineno - 1], getattr(node, "col_offset", 0), end)
+
+    def check_depth(self, tree: ast.expr) -> None:
+        """Refuse nesting deeper than :data:`MAX_DEPTH` (without recursing: a deep tree is the problem)."""
+        stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                raise self.refuse(node, f"expression nested more than {MAX_DEPTH} levels deep")
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
     def compile(self, node: ast.expr) -> Fn:
         method = getattr(self, "do_" + type(node).__name__, None)
@@ -175,6 +198,8 @@ class _Compiler:
             parts = [None if p is None else self.constant(p) for p in (sl.lower, sl.upper, sl.step)]
             if not all(p is None or type(p) is int for p in parts):
                 raise self.refuse(sl, "slice bounds must be integer constants")
+            if parts[2] == 0:
+                raise self.refuse(sl, "a slice step cannot be zero")
             key = slice(*parts)
         else:
             key = self.constant(sl)
@@ -239,7 +264,7 @@ class _Compiler:
                     return None
                 try:
                     return getattr(str, name)(value, *(a(r) for a in args))
-                except TypeError:
+                except _CANNOT:
                     return None
 
             return call

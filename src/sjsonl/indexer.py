@@ -29,7 +29,7 @@ from .index.build import build_layout, save_index
 from .index.elements import element_bytes, records_end
 from .index.store import DataStamp
 from .source import iter_blocks
-from .storage import byte_view, open_storage
+from .storage import open_storage
 
 MAX_REPORTED = 1000
 
@@ -141,7 +141,7 @@ class JSONLIndexer:
                     except ValueError as exc:
                         total += 1
                         if len(errors) < MAX_REPORTED:
-                            line = line_number_at(byte_view(self.storage), base + start)
+                            line = line_number_at(self.storage, base + start)
                             errors.append(
                                 RecordDecodeError(self.path, line, base + start, excerpt(data), str(exc))
                             )

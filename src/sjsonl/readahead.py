@@ -110,12 +110,12 @@ def readahead_of(data: Any) -> int:
     return max((getattr(f, "readahead", 0) for f in getattr(data, "_files", ())), default=0)
 
 
-def _descriptor(file: IndexedFile) -> int | None:
-    """The file's descriptor when it is hinted: a local file, read-ahead on, a platform with fadvise."""
+def _hinted(file: IndexedFile) -> LocalFile | None:
+    """The local file to hint, when it is hinted: read-ahead on, a platform with fadvise."""
     storage = file.storage
     if not file.readahead or _WILLNEED is None or not isinstance(storage, LocalFile):
         return None
-    return storage.fd
+    return storage
 
 
 def page_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[list[int], list[int]]:
@@ -152,7 +152,7 @@ class _Hinter:
     def __init__(self) -> None:
         self.skip, self.wait, self.on = 1, 0, True
 
-    def __call__(self, fd: int, starts: np.ndarray, ends: np.ndarray) -> None:
+    def __call__(self, storage: LocalFile, starts: np.ndarray, ends: np.ndarray) -> None:
         if not self.on:
             return
         if self.wait:
@@ -161,8 +161,9 @@ class _Hinter:
         offsets, lengths = page_runs(starts, ends)
         t0 = time.perf_counter()
         try:
-            for off, length in zip(offsets, lengths):
-                os.posix_fadvise(fd, off, length, _WILLNEED)  # type: ignore[arg-type]  # see _descriptor
+            with storage.holding() as fd:
+                for off, length in zip(offsets, lengths):
+                    os.posix_fadvise(fd, off, length, _WILLNEED)  # type: ignore[arg-type]  # see _hinted
         except OSError:  # advisory only: never let a hint fail a read
             self.on = False  # for this file object, in this process
             return
@@ -179,10 +180,10 @@ def spans_ahead(file: IndexedFile, starts: list[int], ends: list[int]) -> Iterat
         >>> list(spans_ahead(None, [0, 4], [4, 8]))  # no file: nothing to hint
         [(0, 4), (4, 8)]
     """
-    fd = None if file is None else _descriptor(file)
-    if fd is None or len(starts) < 2:
+    local = None if file is None else _hinted(file)
+    if local is None or len(starts) < 2:
         return zip(starts, ends)
-    return _hinted_spans(fd, _hinter_of(file), starts, ends, file.readahead)
+    return _hinted_spans(local, _hinter_of(file), starts, ends, file.readahead)
 
 
 def _hinter_of(file: IndexedFile) -> _Hinter:
@@ -193,15 +194,15 @@ def _hinter_of(file: IndexedFile) -> _Hinter:
 
 
 def _hinted_spans(
-    fd: int, hint: _Hinter, starts: list[int], ends: list[int], window: int
+    local: LocalFile, hint: _Hinter, starts: list[int], ends: list[int], window: int
 ) -> Iterator[tuple[int, int]]:
     s, e = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
     n = len(starts)
-    hint(fd, s[:window], e[:window])  # the first window: its reads still go out together
+    hint(local, s[:window], e[:window])  # the first window: its reads still go out together
     for lo in range(0, n, window):
         nxt = lo + window
         if nxt < n:
-            hint(fd, s[nxt : nxt + window], e[nxt : nxt + window])
+            hint(local, s[nxt : nxt + window], e[nxt : nxt + window])
         yield from zip(starts[lo:nxt], ends[lo:nxt])
 
 
@@ -217,18 +218,18 @@ def read_many_ahead(file: IndexedFile, ranges: Sequence[tuple[int, int]]) -> lis
         >>> read_many_ahead(IndexedFile(path, mmap=False), [(4, 7), (0, 3)])
         [b'[2]', b'[1]']
     """
-    fd = _descriptor(file)
+    local = _hinted(file)
     storage = file.storage
-    if fd is None or len(ranges) < 2:
+    if local is None or len(ranges) < 2:
         return storage.read_many(ranges)
     window = file.readahead
     bounds = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
     hint = _hinter_of(file)
-    hint(fd, bounds[:window, 0], bounds[:window, 1])
+    hint(local, bounds[:window, 0], bounds[:window, 1])
     out: list[bytes] = []
     for lo in range(0, len(ranges), window):
         nxt = lo + window
         if nxt < len(ranges):
-            hint(fd, bounds[nxt : nxt + window, 0], bounds[nxt : nxt + window, 1])
+            hint(local, bounds[nxt : nxt + window, 0], bounds[nxt : nxt + window, 1])
         out += storage.read_many(ranges[lo:nxt])
     return out

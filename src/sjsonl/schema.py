@@ -58,7 +58,8 @@ import orjson
 
 from ._progress import Progress
 from .errors import ColumnNotFoundError, InvalidArgumentError
-from .sidecar import index_key, read_sidecar, sidecar_path, write_sidecar
+from .index.store import artifact_path
+from .sidecar import index_key, read_sidecar, write_sidecar
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
 CACHE_VERSION = 3
@@ -339,14 +340,14 @@ def schema_of_records(rows: Iterable[Any]) -> RecordSchema:
 
 # ------------------------------------------------------------------------------------------ files and cache
 def schema_cache_path(index_path: str) -> str:
-    """Where the schema of the file indexed at ``index_path`` is cached: beside it, ``.npy`` (or ``.packed``)
-    → ``.schema``.
+    """Where the schema of the file indexed at ``index_path`` is cached: beside it, ``.npy`` (or
+    ``.packed``) → ``.schema``.
 
     Example:
         >>> schema_cache_path("/data/train.index.npy")
         '/data/train.index.schema'
     """
-    return sidecar_path(index_path, ".schema")
+    return artifact_path(index_path, ".schema")
 
 
 def _cache_key(f: Any) -> dict[str, Any]:

@@ -110,21 +110,6 @@ def index_key(f: Any, version: int, *, skipped: bool = True) -> dict[str, Any]:
     return key
 
 
-def sidecar_path(index_path: str, suffix: str) -> str:
-    """The file beside an index (either format) holding ``suffix``: both formats of one index record the
-    same checksum, so they share their sidecars.
-
-    Example:
-        >>> sidecar_path("/d/t.index.npy", ".schema"), sidecar_path("/d/t.index.packed", ".badlines")
-        ('/d/t.index.schema', '/d/t.index.badlines')
-    """
-    for old in (".npy", ".packed"):
-        if index_path.endswith(old):
-            index_path = index_path[: -len(old)]
-            break
-    return index_path + suffix
-
-
 def _key_digest(key: Any) -> bytes:
     return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).digest()
 

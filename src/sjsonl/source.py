@@ -62,7 +62,7 @@ def iter_blocks(
         if len(bounds) == block_hi - block_lo:  # the block holds the last record
             bounds.append(end)
         if mapped is not None:
-            check_mapped(storage)
+            check_unchanged(storage)
             yield mapped(), 0, bounds
             block_lo = block_hi
             continue
@@ -75,10 +75,14 @@ def iter_blocks(
         block_lo += len(bounds) - 1
 
 
-def check_mapped(storage: Storage) -> None:
-    """For a memory-mapped storage, whose slices are not checked one by one: raise if the file was
-    truncated or rewritten in place since it was indexed (one ``fstat``; called per batch and block)."""
+def check_unchanged(storage: Storage) -> None:
+    """Raise :class:`~sjsonl.errors.StaleDataError` if the local file behind ``storage`` (itself, or the one
+    a decompressor reads) was truncated or rewritten in place since it was indexed (one ``fstat`` when
+    nothing changed). Called per batch and per block of iteration, whose slices of a memory map are not
+    checked one by one, and before any error that would blame the data or the index."""
     check = getattr(storage, "check_unchanged", None)
+    if check is None:
+        check = getattr(getattr(storage, "source", None), "check_unchanged", None)
     if check is not None:
         check()
 
@@ -192,8 +196,10 @@ class IndexedFile:
     def decode_error(
         self, start: int, data: bytes, reason: str, error: type = RecordDecodeError
     ) -> SJSONLError:
-        """The located decode error — or, when the span does not start a line, an error that blames the
-        index (corrupt offsets), not the healthy data."""
+        """The located decode error — or, when the data file changed since it was indexed, the
+        :class:`~sjsonl.errors.StaleDataError` that names it; or, when the span does not start a line of
+        unchanged data, an error that blames the index (corrupt offsets)."""
+        check_unchanged(self.storage)  # a rewrite in place shows here first: never blame a healthy index
         view = byte_view(self.storage)
         after_bom = start == 3 and view[0:3] == b"\xef\xbb\xbf"
         if start > 0 and view[start - 1 : start] != b"\n" and not after_bom:
@@ -201,7 +207,7 @@ class IndexedFile:
                 f"index {self.index_path} does not match {self.path}: its offset {start} is not the start of "
                 "a line (a corrupt index); delete it to rebuild"
             )
-        line = line_number_at(view, start)
+        line = line_number_at(self.storage, start)
         return error(self.path, line, start, excerpt(data), reason)
 
     def decode_spans(
@@ -276,7 +282,7 @@ class IndexedFile:
         """Records at many positions (any order), with the offsets looked up in one vectorised step."""
         starts, ends = self._spans_at(indices)
         if getattr(self.storage, "buffer", None) is not None:
-            check_mapped(self.storage)
+            check_unchanged(self.storage)
             return list(self.decode_spans(spans_ahead(self, starts, ends), decode))
         return self._read_and_decode(starts, ends, decode)
 
@@ -288,7 +294,7 @@ class IndexedFile:
         """
         if getattr(self.storage, "buffer", None) is None:
             return iter(self.records_at(indices, decode))  # batched reads pay off more than laziness
-        check_mapped(self.storage)
+        check_unchanged(self.storage)
         starts, ends = self._spans_at(indices)
         return self.decode_spans(spans_ahead(self, starts, ends), decode)
 
@@ -333,8 +339,8 @@ class IndexedFile:
         except OSError as exc:
             raise StaleDataError(f"index of {self.path} is gone or unusable in this process: {exc}") from None
         meta, offsets = found.meta, found.offsets
-        if (meta.stamp, meta.records, meta.checksum) == (self.stamp, self.n, self.checksum):
-            return offsets
+        if meta.stamp.same_bytes(self.stamp) and (meta.records, meta.checksum) == (self.n, self.checksum):
+            return offsets  # (written again with a new ctime after a chmod, say: the same index)
         if meta.records > self.n and prefix_crc32(offsets, self.n) == self.checksum:
             # extended after an append: this object's records come first
             return offsets.limit(self.n) if isinstance(offsets, PackedOffsets) else offsets[: self.n]

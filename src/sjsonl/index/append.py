@@ -2,10 +2,11 @@
 
 JSON Lines corpora grow by appending (logs, crawls, synthetic data). When the index on disk is stale only
 because its file was appended to — a plain local file, larger now, whose indexed bytes are unchanged (the
-same head/tail fingerprint that :class:`~sjsonl.storage.LocalFile` trusts for appends) — the scan starts
-at the last indexed record (which may have been cut short when indexed, and is read again) and the index
-file is rewritten with the old offsets and the new ones, atomically as always. Work is proportional to the
-bytes appended, plus copying the offsets. (A compact index, :mod:`.packed`, is rewritten whole,
+content hash of :mod:`sjsonl.storage.content`, recorded when it was indexed: every indexed byte is read
+again, at memory speed, so an edit anywhere plus an append — mtime set back or not — is a rebuild, never an
+extension) — the scan starts at the last indexed record (which may have been cut short when indexed, and is
+read again) and the index is extended with the new offsets. Work is a hash of the indexed bytes plus a scan
+of the bytes appended. (A compact index, :mod:`.packed`, is rewritten whole,
 atomically, in its format: it is a quarter of the plain one's size or less.) A file rewritten,
 truncated or replaced is rebuilt from scratch by the caller; so are compressed and remote files, and
 JSON documents (their records are not lines).
@@ -25,17 +26,23 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import io
 import os
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError
 from ..storage import DataStamp, LocalFile, Storage
+from ..storage.content import LEAF_BYTES, content_of, leaf_digest, leaf_digests
 from .packed import PackedOffsets, index_names
 from .scan import DataChangedWhileScanning, offset_dtype, scan_file
 from .store import (
@@ -45,8 +52,11 @@ from .store import (
     IndexMeta,
     meta_of,
     read_index,
+    warn_not_saved,
     write_index,
+    write_index_somewhere,
 )
+from .trust import read_only_reason
 
 if TYPE_CHECKING:  # .build imports this module
     from .build import LoadedIndex
@@ -55,13 +65,73 @@ if TYPE_CHECKING:  # .build imports this module
 _ONE_THREAD_BYTES = 64 << 20
 
 
-def _grew_from(storage: LocalFile, stamp: DataStamp) -> bool:
-    """Whether ``storage`` is the data ``stamp`` describes with bytes appended: a plain local file, larger
-    now, whose first ``stamp.size`` bytes still have the fingerprint they had."""
-    if stamp.stored_size is not None or stamp.etag:
-        return False
+def _grew_from(storage: LocalFile, stamp: DataStamp) -> list[int] | None:
+    """The leaf digests of the indexed bytes if ``storage`` is the data ``stamp`` describes with bytes
+    appended — a plain local file, larger now, whose first ``stamp.size`` bytes still have the content
+    hash they had (every byte is read: an edit anywhere in them, mtime set back or not, is a rebuild) —
+    else ``None``."""
+    if stamp.stored_size is not None or stamp.etag or not stamp.content:
+        return None
     now = storage.stamp(fingerprint=False)
-    return now.size > stamp.size and storage.fingerprint(stamp.size) == stamp.fingerprint
+    if now.size <= stamp.size or storage.fingerprint(stamp.size) != stamp.fingerprint:
+        return None  # the cheap test first: most rewrites change the head or the tail
+    leaves = leaf_digests(storage.read_unchecked, 0, stamp.size)
+    return leaves if content_of(leaves, stamp.size) == stamp.content else None
+
+
+def _after_last_newline(read: Callable[[int, int], bytes], size: int) -> int:
+    """Where the last complete line of ``[0, size)`` ends (0 if there is none)."""
+    hi = size
+    while hi > 0:
+        lo = max(0, hi - (64 << 10))
+        at = read(lo, hi).rfind(b"\n")
+        if at >= 0:
+            return lo + at + 1
+        hi = lo
+    return 0
+
+
+def complete_lines(
+    storage: LocalFile, offsets: np.ndarray, size: int, digests: dict[int, int], *, grew: bool
+) -> tuple[np.ndarray, DataStamp] | None:
+    """(offsets, stamp) for the scan of ``[0, size)`` of a local file that was just made: ``digests`` are
+    its content-hash leaf digests as scanned (by leaf number). Only complete lines are kept when a writer
+    is at work: the file ``grew`` during the scan (the bytes scanned are then hashed again, to prove no
+    one rewrote them meanwhile), or its last line has no line ending, is not valid JSON yet and the file
+    was written in the last :data:`WRITER_SECONDS` — a line being written. That line and the rest show
+    on a later open or ``refresh()``. (The one place the index layer parses JSON: a single line, to tell
+    a last line being written from a finished file that lacks a final newline.) ``None`` when the bytes
+    scanned were rewritten (the caller scans again)."""
+    read = storage.read_unchecked
+    scanned = [digests[k] for k in range(len(digests))]
+    if grew and (storage.stamp(fingerprint=False).size < size or leaf_digests(read, 0, size) != scanned):
+        return None
+    cut = _after_last_newline(read, size)
+    if cut < size and not grew and not _being_written(storage, read(cut, size)):
+        cut = size  # a finished last line without a line ending: a record
+    # (a scalar of the offsets' own dtype: with a Python int numpy would copy them all to int64 first)
+    offsets = offsets[: int(np.searchsorted(offsets, offsets.dtype.type(cut)))]
+    full = cut // LEAF_BYTES
+    leaves = scanned[:full] + ([leaf_digest(read(full * LEAF_BYTES, cut))] if cut % LEAF_BYTES else [])
+    now = storage.stamp(fingerprint=False)
+    stamp = replace(now, size=cut, fingerprint=storage.fingerprint(cut), content=content_of(leaves, cut))
+    return offsets, stamp
+
+
+#: A file modified this recently whose last line is unterminated and not valid JSON is being written.
+WRITER_SECONDS = 2.0
+
+
+def _being_written(storage: LocalFile, last_line: bytes) -> bool:
+    if not last_line.strip():
+        return False  # trailing blanks: no record either way
+    if time.time_ns() - storage.stat().st_mtime_ns > WRITER_SECONDS * 1e9:
+        return False
+    try:
+        orjson.loads(last_line)
+    except orjson.JSONDecodeError:
+        return True  # half a record (or a bad last line in a file just written: shown once it settles)
+    return False
 
 
 def extend_grown_index(
@@ -90,9 +160,10 @@ def extend_grown_index(
         meta = old.meta
         if meta.layout or os.path.basename(meta.data_path) != os.path.basename(storage.path):
             continue
-        if not _grew_from(storage, meta.stamp):
+        kept = _grew_from(storage, meta.stamp)
+        if kept is None:
             continue
-        scanned = _scan_appended(storage, old.offsets, workers, progress)
+        scanned = _scan_appended(storage, old.offsets, kept, workers, progress)
         if scanned is None:
             return None
         offsets, stamp = scanned
@@ -100,48 +171,85 @@ def extend_grown_index(
         crc_of = (len(old.offsets), meta.checksum) if same_dtype else (0, 0)
         new_meta = meta_of(offsets, stamp, storage.path, crc_of=crc_of)
         compact = isinstance(old.offsets, PackedOffsets)  # rewritten whole, atomically: it is small
+        written: str | None = path
         if compact or not (same_dtype and _extend_in_place(old, offsets[len(old.offsets) :], new_meta)):
-            write_index(path, offsets, new_meta, compact=compact)
-        served = read_index(path).offsets if compact else offsets  # compact: served from its map
-        return LoadedIndex(served, stamp, path, new_meta.checksum, "", origin="extended")
+            written = _write_extended(storage.path, path, offsets, new_meta, compact, index_dir, index_path)
+        served = read_index(written).offsets if compact and written else offsets  # compact: from its map
+        return LoadedIndex(served, stamp, written, new_meta.checksum, "", origin="extended")
+    return None
+
+
+def _write_extended(
+    data_path: str,
+    path: str,
+    offsets: np.ndarray,
+    meta: IndexMeta,
+    compact: bool,
+    index_dir: str | None,
+    index_path: str | None,
+) -> str | None:
+    """Write the extended index over the old one, else in the next place that takes it (a read-only place,
+    a full disk), else keep it in memory with a warning: an open never fails for want of a place."""
+    try:
+        return write_index(path, offsets, meta, compact=compact)
+    except OSError as exc:
+        failure = exc
+    if not index_path:
+        try:
+            return write_index_somewhere(data_path, offsets, meta, index_dir, compact=compact)
+        except OSError as exc:
+            failure = exc
+    warn_not_saved(data_path, failure)
     return None
 
 
 def _scan_appended(
-    storage: LocalFile, old: Any, workers: int | None, progress: bool | None
+    storage: LocalFile,
+    old: Any,
+    old_leaves: list[int],
+    workers: int | None,
+    progress: bool | None,
 ) -> tuple[np.ndarray, DataStamp] | None:
     """(old offsets + the starts after the last old record, stamp of the bytes scanned); None when the
-    last old record no longer starts one (the caller rebuilds)."""
+    last old record no longer starts one (the caller rebuilds). ``old_leaves``: the content-hash leaf
+    digests of the bytes indexed before (checked by the caller), reused for the leaves not scanned."""
     # Rescan from the last indexed record: it may have been cut short (no final newline) when indexed.
-    # Scanning from the newline before it finds it again (its bytes are fingerprinted: it still starts a
+    # Scanning from the newline before it finds it again (its bytes were verified: it still starts a
     # record), and nothing before it changes.
     last = int(old[-1]) if len(old) else 0
-    start = last - 1 if last > 0 else 0
+    # From the start of the leaf that holds it, so the chunks scanned are content-hash leaves, hashed as
+    # they are scanned (the old records found again before `last` are dropped)
+    start = (max(last - 1, 0) // LEAF_BYTES) * LEAF_BYTES
+    keep = start // LEAF_BYTES
     for _attempt in range(3):
         before = storage.stamp(fingerprint=False)
         storage.pin(before)  # a change during the scan (beyond growth) fails the reads: scan again
         bar = Progress(before.size - start, f"indexing the end of {os.path.basename(storage.path)}", progress)
         # a small tail is scanned faster than scan threads start
         small = before.size - start <= _ONE_THREAD_BYTES
+        digests = dict(enumerate(old_leaves[:keep]))
         try:
-            tail = scan_file(
-                storage.fd, before.size, workers=1 if small else workers, on_progress=bar.update, start=start
-            )
+            with storage.holding() as fd:
+                tail = scan_file(
+                    fd, before.size, workers=1 if small else workers, on_progress=bar.update, start=start,
+                    digests=digests,
+                )  # fmt: skip
         except (DataChangedWhileScanning, StaleDataError):
             continue
         finally:
             bar.close()
-        after = storage.stamp()
-        if before.describe_change(after, content=False) is None:
-            if len(old) and (not len(tail) or int(tail[0]) != last):
-                return None  # e.g. a cut-short BOM completed: the start of the data reads differently now
-            dtype = offset_dtype(before.size)  # past 4 GiB the offsets widen to uint64
-            offsets = np.concatenate(
-                [old.astype(dtype, copy=False), tail[1 if len(old) else 0 :].astype(dtype)]
-            )
-            final = replace(after, size=before.size)
-            storage.pin(final)
-            return offsets, final
+        tail = tail[int(np.searchsorted(tail, last)) :]
+        if len(old) and (not len(tail) or int(tail[0]) != last):
+            return None  # e.g. a cut-short BOM completed: the start of the data reads differently now
+        dtype = offset_dtype(before.size)  # past 4 GiB the offsets widen to uint64
+        offsets = np.concatenate([old.astype(dtype, copy=False), tail[1 if len(old) else 0 :].astype(dtype)])
+        after = storage.stamp(fingerprint=False)
+        if before.describe_change(after, content=False) is not None and after.size <= before.size:
+            continue  # rewritten in place meanwhile: scan again
+        settled = complete_lines(storage, offsets, before.size, digests, grew=after.size > before.size)
+        if settled is not None:
+            storage.pin(settled[1])
+            return settled
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
 
 
@@ -166,7 +274,12 @@ def _extend_in_place(old: IndexFile, new_offsets: np.ndarray, meta: IndexMeta) -
     old_header = _npy_header(old.meta.records, np.dtype(meta.dtype))
     if len(header) != len(old_header):  # a count with more digits crossed the header's padding
         return False
-    fd = os.open(old.path, os.O_RDWR | os.O_CLOEXEC)
+    if read_only_reason(old.path) is not None:
+        return False  # (the caller's atomic write refuses it too, and the index goes elsewhere)
+    try:
+        fd = os.open(old.path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         st = os.fstat(fd)
@@ -175,13 +288,41 @@ def _extend_in_place(old: IndexFile, new_offsets: np.ndarray, meta: IndexMeta) -
         if os.pread(fd, len(old_header), 0) != old_header:  # not the header np.save writes
             return False
         body_end = len(header) + old.offsets.nbytes
+        old_trailer = os.pread(fd, st.st_size - body_end, body_end)
         blob = meta.to_json()
         tail = np.ascontiguousarray(new_offsets).tobytes() + blob + _TAIL.pack(len(blob), TRAILER_MAGIC)
-        os.pwrite(fd, tail, body_end)
-        os.ftruncate(fd, body_end + len(tail))
-        os.fsync(fd)  # the offsets and trailer are durable before the header names them
-        os.pwrite(fd, header, 0)
+        try:
+            _pwrite_all(fd, tail, body_end)
+            os.ftruncate(fd, body_end + len(tail))
+            os.fsync(fd)  # the offsets and trailer are durable before the header names them
+        except OSError:  # a full disk, a file size limit: put the old index back as it was
+            _restore(fd, old.path, old_trailer, body_end)
+            return False
+        _pwrite_all(fd, header, 0)  # the header is never longer than what it overwrites: it cannot fail short
         os.fsync(fd)
         return True
     finally:
         os.close(fd)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """``pwrite`` all of ``data``, or raise: a short write (a full disk) is an error, never ignored."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "short write")
+        view, offset = view[written:], offset + written
+    view.release()
+
+
+def _restore(fd: int, path: str, old_trailer: bytes, body_end: int) -> None:
+    """Undo a failed extension: the old trailer where it was, the file cut back to its old size (neither
+    needs new space). If even that fails, the index file is removed: never a torn index left behind."""
+    try:
+        _pwrite_all(fd, old_trailer, body_end)
+        os.ftruncate(fd, body_end + len(old_trailer))
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)

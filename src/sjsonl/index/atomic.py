@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import socket
@@ -19,6 +20,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from typing import IO, Any
+
+from .trust import read_only_reason
 
 _TEMP_MAX_AGE = 24 * 3600  # seconds after which anyone's leftover temp file is removed
 
@@ -62,6 +65,9 @@ def _alive(pid: int) -> bool:
 
 
 def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
+    reason = read_only_reason(path)
+    if reason is not None:  # even for root: the user made the place read-only
+        raise PermissionError(errno.EACCES, f"not writing {path}: {reason}")
     directory = os.path.dirname(path) or "."
     _remove_stale_temps(path)
     prefix = f"{os.path.basename(path)}.{_temp_tag()}."
@@ -73,7 +79,11 @@ def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno is None:  # numpy's "N requested and M written"
+            raise OSError(
+                errno.ENOSPC, f"short write ({exc}): the disk is full or a size limit hit", path
+            ) from exc
         raise

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-import mmap
+import contextlib
 import os
 import warnings
 from dataclasses import dataclass, replace
@@ -23,30 +23,39 @@ import numpy as np
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
 from ..sidecar import ArtifactWarning
-from ..storage import DataStamp, LocalFile, Storage, is_url
-from .append import extend_grown_index
+from ..storage import DataStamp, LocalFile, Storage, count_newlines, is_url
+from ..storage.content import content_of, leaf_digests
+from .append import complete_lines, extend_grown_index
 from .elements import NotADocument, field_of, scan_elements
 from .packed import PACKED_SUFFIX, explicit_is_compact, format_on_disk, index_names, wants_compact
 from .scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from .store import (
     LEGACY_META_SUFFIX,
+    IndexFile,
     default_cache_dir,
     index_dir_from_env,
     meta_of,
     read_index,
     seek_state_path,
+    warn_not_saved,
     write_index,
     write_index_somewhere,
     write_seek_state,
 )
 from .trust import untrusted_reason, warn_untrusted
 
-_BUFFERS = (bytes, bytearray, memoryview, mmap.mmap)
 
-
-def _scan(storage: Storage, before: DataStamp, workers: int | None, progress: bool | None, layout: str = ""):
+def _scan(
+    storage: Storage,
+    before: DataStamp,
+    workers: int | None,
+    progress: bool | None,
+    layout: str = "",
+    digests: dict[int, int] | None = None,
+):
     """(offsets, bytes scanned, layout): threads reading a local file, or one pass over the storage's
-    chunks; for a JSON document (``layout``), its elements — or its lines, when it turns out to be none."""
+    chunks; for a JSON document (``layout``), its elements — or its lines, when it turns out to be none.
+    ``digests`` (local files) gets the content hash's leaf digests of the bytes scanned."""
     desc = f"indexing {os.path.basename(storage.path)}"
     if layout:
         reads = storage.chunks(CHUNK_BYTES)  # type: ignore[attr-defined]
@@ -54,12 +63,14 @@ def _scan(storage: Storage, before: DataStamp, workers: int | None, progress: bo
         try:
             update = bar.update
             found = scan_elements(reads if update is None else _counted(reads, update), field_of(layout))
+            if digests is not None:
+                digests.update(enumerate(leaf_digests(storage.read, 0, found.size)))
             return found.starts.astype(offset_dtype(found.size)), found.size, layout
         except NotADocument:  # a .json file of lines whose records are arrays
             pass
         finally:
             bar.close()
-    return (*_scan_lines(storage, before, workers, progress, desc), "")
+    return (*_scan_lines(storage, before, workers, progress, desc, digests), "")
 
 
 def _counted(chunks, update):
@@ -68,11 +79,20 @@ def _counted(chunks, update):
         yield chunk
 
 
-def _scan_lines(storage: Storage, before: DataStamp, workers: int | None, progress: bool | None, desc: str):
+def _scan_lines(
+    storage: Storage,
+    before: DataStamp,
+    workers: int | None,
+    progress: bool | None,
+    desc: str,
+    digests: dict[int, int] | None,
+):
     if isinstance(storage, LocalFile):  # read, never mapped: a truncation mid-scan cannot crash us
         bar = Progress(before.size, desc, progress)
         try:
-            return scan_file(storage.fd, before.size, workers=workers, on_progress=bar.update), before.size
+            with storage.holding() as fd:
+                found = scan_file(fd, before.size, workers=workers, on_progress=bar.update, digests=digests)
+            return found, before.size
         finally:
             bar.close()
     # a compressed file's logical size is unknown until it has been read: the bar then only counts
@@ -102,23 +122,44 @@ def build_layout(
     ``""`` (lines) when the data turn out to be lines.
 
     A local file is scanned as the storage opened it (its pinned version: a file replaced under the
-    name meanwhile does not matter). Data that changes while it is being scanned is scanned again (twice
-    at most), so the stamp always describes the bytes the offsets came from.
+    name meanwhile does not matter), and its stamp carries the content hash of the bytes scanned. Data
+    that changes while it is being scanned is scanned again (twice at most), so the stamp always describes
+    the bytes the offsets came from — except a local file that only grows (a writer appending): its index
+    then holds the complete lines the scan saw (:func:`~sjsonl.index.append.complete_lines`), and later
+    appends show on a reopen or ``refresh()``.
     """
     for _attempt in range(3):
         before = storage.stamp(fingerprint=False)
         storage.pin(before)  # reads during the scan fail if the bytes change (no fingerprint: any change)
+        digests: dict[int, int] | None = {} if isinstance(storage, LocalFile) else None
         try:
-            offsets, size, found_layout = _scan(storage, before, workers, progress, layout)
+            offsets, size, found_layout = _scan(storage, before, workers, progress, layout, digests)
+        except MemoryError:
+            raise MemoryError(
+                f"out of memory indexing {storage.path}: its offsets (4 or 8 bytes a record) did not fit"
+            ) from None
         except (DataChangedWhileScanning, StaleDataError):
             reset = getattr(storage, "reset_handles", None)
             if reset is not None:  # a decompressor's seek points describe the bytes it saw: start over
                 reset()
             continue
-        after = storage.stamp()
+        after = storage.stamp(fingerprint=False)
         unchanged = before.describe_change(after, content=False) is None
+        if digests is not None and found_layout == "" and (unchanged or after.size > before.size):
+            assert isinstance(storage, LocalFile)
+            settled = complete_lines(storage, offsets, size, digests, grew=not unchanged)
+            if settled is not None:
+                offsets, final = settled
+                storage.pin(final)
+                return offsets, final, found_layout
+            continue
         if unchanged and (before.stored_size is not None or size == before.size):
-            final = replace(after, size=size)
+            if digests is not None:
+                content = content_of([digests[k] for k in sorted(digests)], size)
+            else:  # a local file under a decompressor: the hash of its stored bytes
+                source = getattr(storage, "source", None)
+                content = source.content_hash(before.stored) if isinstance(source, LocalFile) else ""
+            final = replace(storage.stamp(), size=size, content=content)
             storage.pin(final)
             return offsets, final, found_layout
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
@@ -193,10 +234,15 @@ def find_index(
         if meta.layout not in layouts:
             problems.append(f"index {path} indexes {meta.layout or 'lines'}, not {layouts[0] or 'lines'}")
             continue
+        stamp = meta.stamp
+        if stamp.status_only(quick) and _same_content(storage, stamp):
+            # chmod, a link, a rename, a copy that kept the times: the bytes are the ones indexed
+            stamp = replace(stamp, ctime_ns=quick.ctime_ns, file_id=quick.file_id)
+            _restamp(found, stamp)
         now = quick
-        if meta.stamp.describe_change(quick, content=False) is None:
+        if stamp.describe_change(quick, content=False) is None:
             now = full = full or storage.stamp()
-        change = meta.stamp.describe_change(now)
+        change = stamp.describe_change(now)
         if change is not None:
             problems.append(f"index {path} is stale: {change}")
             continue
@@ -204,11 +250,35 @@ def find_index(
         if attach is not None:  # gzip: seek points saved beside the index spare a full decompression
             starts = None if meta.layout else found.offsets  # (the points are checked against lines)
             attach(seek_state_path(path), meta.stamp, meta.checksum, line_starts=starts)
-        loaded = LoadedIndex(
-            found.offsets, meta.stamp, path, meta.checksum, meta.layout, verified=found.verified
-        )
+        loaded = LoadedIndex(found.offsets, stamp, path, meta.checksum, meta.layout, verified=found.verified)
         return loaded, problems
     return None, problems
+
+
+def _same_content(storage: Storage, stamp: DataStamp) -> bool:
+    """Whether the local file behind ``storage`` (or under its decompressor) still holds the bytes whose
+    content hash ``stamp`` records — read whole, at memory speed (only after a change of status)."""
+    source = storage if isinstance(storage, LocalFile) else getattr(storage, "source", None)
+    return (
+        bool(stamp.content)
+        and isinstance(source, LocalFile)
+        and source.content_hash(stamp.stored) == stamp.content
+    )
+
+
+def _restamp(found: IndexFile, stamp: DataStamp) -> None:
+    """Write the index of a plain file again with ``stamp`` (its new ctime and inode), so the next open
+    need not hash the data again; best effort (a read-only place keeps the old one)."""
+    if stamp.stored_size is not None:
+        return  # a compressed file: its seek points are bound to the stamp indexed; hashed at each open
+    meta = replace(found.meta, stamp=stamp)
+    with contextlib.suppress(OSError):
+        write_index(
+            found.path,
+            np.asarray(found.offsets),
+            meta,
+            compact=bool(getattr(found.offsets, "is_compact", False)),
+        )
 
 
 def save_index(
@@ -323,9 +393,13 @@ def _convert(storage: Storage, found: LoadedIndex, compact: bool, index_dir: str
     assert found.path is not None
     offsets = read_index(found.path).offsets  # the checks a deferred read left out, before copying
     plain = np.asarray(offsets)
-    written = save_index(
-        storage, plain, found.stamp, index_dir=index_dir, layout=found.layout, compact=compact
-    )
+    try:
+        written = save_index(
+            storage, plain, found.stamp, index_dir=index_dir, layout=found.layout, compact=compact
+        )
+    except OSError as exc:  # the index found serves as well in its own format
+        warn_not_saved(storage.path, exc)
+        return replace(found, offsets=offsets, verified=True)
     return replace(found, offsets=_mapped(written, plain), path=written, verified=True)
 
 
@@ -359,33 +433,21 @@ def _build(
             compact=compact,
         )  # fmt: skip
     except OSError as exc:  # an index we cannot save still serves this process
-        warnings.warn(f"could not save the index of {storage.path}: {exc}", stacklevel=4)
+        warn_not_saved(storage.path, exc)
         written = None
     checksum = meta_of(offsets, stamp, storage.path, layout).checksum
     served = offsets if written is None else _mapped(written, offsets)
     return LoadedIndex(served, stamp, written, checksum, layout, origin="built")
 
 
-def line_number_at(source, offset: int) -> int:
-    """1-based line number of the line starting at byte ``offset`` (counts ``\\n`` before it).
-
-    ``source`` is a buffer (counted in place) or a storage (read in pieces from the start: for compressed
-    or remote data this costs reading everything before ``offset`` — paid only when reporting an error).
+def line_number_at(source: Storage, offset: int) -> int:
+    """1-based line number of the line starting at byte ``offset`` of ``source`` (counts ``\\n`` before
+    it): in place for a memory-mapped file; read in pieces from the start for compressed or remote data
+    (a pass over everything before ``offset``, paid only when reporting an error or a location).
 
     Example:
         >>> from sjsonl.storage import MemoryFile
-        >>> line_number_at(b"1\\n\\n2\\n", 3), line_number_at(MemoryFile(b"1\\n\\n2\\n"), 3)
-        (3, 3)
+        >>> line_number_at(MemoryFile(b"1\\n\\n2\\n"), 3)
+        3
     """
-    count = 0
-    if isinstance(source, _BUFFERS):
-        step = 64 << 20
-        for lo in range(0, offset, step):
-            hi = min(offset, lo + step)
-            count += int(np.count_nonzero(np.frombuffer(source, np.uint8, count=hi - lo, offset=lo) == 0x0A))
-        return count + 1
-    step = 8 << 20
-    for lo in range(0, offset, step):
-        piece = source.read(lo, min(offset, lo + step))
-        count += piece.count(b"\n")
-    return count + 1
+    return count_newlines(source, 0, offset) + 1

@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import zlib
@@ -43,9 +42,18 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..storage import map_readonly
 from .atomic import _atomic_write
 from .packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
-from .store import _TAIL, PACKED_MAGIC, TRAILER_MAGIC, IndexMeta, _fail, candidate_index_paths
+from .store import (
+    _TAIL,
+    PACKED_MAGIC,
+    TRAILER_MAGIC,
+    IndexMeta,
+    _fail,
+    artifact_path,
+    candidate_index_paths,
+)
 
 PACKED_SUFFIX = ".index.packed"
 PACKED_VERSION = 1
@@ -82,7 +90,7 @@ def packed_index_path(index_path: str) -> str:
         >>> packed_index_path("/data/train.index.npy")
         '/data/train.index.packed'
     """
-    return (index_path[:-4] if index_path.endswith(".npy") else index_path) + ".packed"
+    return artifact_path(index_path, ".packed")
 
 
 def wants_compact(compact: bool | None, records: int, dtype: np.dtype) -> bool:
@@ -279,7 +287,7 @@ def open_packed(fd: int, size: int, meta: IndexMeta, trailer_len: int, path: str
     if packed_bytes < 8 or size != _HEADER_BYTES + 16 * blocks + packed_bytes + trailer_len:
         raise _fail(path, "has a size that does not match its header and trailer")
     dtype = np.dtype(meta.dtype)  # an unsigned integer type (checked with the trailer)
-    mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    mm = map_readonly(fd, size)  # holds no descriptor: fd is closed by the caller
     at = _HEADER_BYTES + 16 * blocks
     return PackedOffsets(mm, records, log2_block, _HEADER_BYTES, at, packed_bytes, dtype)
 

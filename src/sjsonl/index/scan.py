@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import threading
@@ -38,6 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import overload
 
 import numpy as np
+
+from ..storage.content import LEAF_BYTES, leaf_digest, leaf_digests
 
 
 def _native():
@@ -90,10 +93,14 @@ def _line_is_blank(peek: Callable[[int, int], bytes], start: int, size: int) -> 
 
 class _FileChunks:
     """Chunks of an open file read with ``pread`` into per-thread scratch buffers (no memory map: a file
-    truncated during the scan gives a short read and a clear error, never SIGBUS)."""
+    truncated during the scan gives a short read and a clear error, never SIGBUS).
 
-    def __init__(self, fd: int, size: int, chunk_bytes: int) -> None:
+    ``digests``: a dict that gets each chunk's content-hash leaf digest (:mod:`sjsonl.storage.content`),
+    by leaf number, while the chunk is in the cache — chunks must then be the leaves."""
+
+    def __init__(self, fd: int, size: int, chunk_bytes: int, digests: dict[int, int] | None = None) -> None:
         self.fd, self.size, self.chunk_bytes = fd, size, chunk_bytes
+        self.digests = digests
         self._local = threading.local()
 
     def __call__(self, lo: int, hi: int) -> np.ndarray:
@@ -107,6 +114,8 @@ class _FileChunks:
             if n <= 0:
                 raise DataChangedWhileScanning(f"data file shrank to {lo + got} bytes while it was indexed")
             got += n
+        if self.digests is not None:
+            self.digests[lo // LEAF_BYTES] = leaf_digest(view)
         return np.frombuffer(scratch, dtype=np.uint8, count=hi - lo)
 
     def peek(self, lo: int, hi: int) -> bytes:
@@ -255,12 +264,15 @@ def scan_file(
     on_progress: Callable[[int], None] | None = None,
     chunk_bytes: int = FILE_CHUNK_BYTES,
     start: int = 0,
+    digests: dict[int, int] | None = None,
 ) -> np.ndarray:
     """:func:`scan_record_starts` over the first ``size`` bytes of the open file ``fd``, read with
     ``pread`` (never mapped, so truncation during the scan cannot crash the process). Raises
     :class:`DataChangedWhileScanning` if the file turns out shorter than ``size``. ``start``: scan only
     ``[start, size)`` — the record starts after it (the line that begins at ``start`` counts only if
-    ``start`` is 0 or follows a newline).
+    ``start`` is 0 or follows a newline). ``digests``: a dict filled with the leaf digests of the
+    content hash (:mod:`sjsonl.storage.content`) of the leaves from ``start``'s on, computed from the
+    chunks as they are scanned where they are the leaves (``start`` on a leaf boundary), else read again.
 
     Example:
         >>> import os, tempfile
@@ -271,8 +283,14 @@ def scan_file(
         [0, 7]
         >>> os.close(fd)
     """
-    chunks = _FileChunks(fd, size, chunk_bytes)
-    return _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes, start)
+    leaves = digests is not None and start % LEAF_BYTES == 0 and chunk_bytes == LEAF_BYTES
+    chunks = _FileChunks(fd, size, chunk_bytes, digests if leaves else None)
+    found = _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes, start)
+    if digests is not None and not leaves:
+        read = lambda lo, hi: os.pread(fd, hi - lo, lo)  # noqa: E731
+        first = start // LEAF_BYTES
+        digests.update(enumerate(leaf_digests(read, first, size), start=first))
+    return found
 
 
 def _scan_parallel(
@@ -290,21 +308,63 @@ def _scan_parallel(
     scanner = _ChunkScanner(peek, size, dtype, chunk_bytes, load)
     chunks = [(lo, min(lo + chunk_bytes, size)) for lo in range(start, size, chunk_bytes)]
     workers = min(workers or default_workers(), len(chunks))
-    parts = []
+    found = OffsetsBuffer(dtype)
+    for (lo, hi), part in zip(chunks, _in_order(scanner, chunks, workers)):
+        found.append(part)
+        if on_progress is not None:
+            on_progress(hi - lo)
+    return found.result()
+
+
+def _in_order(fn: Callable, items: list, workers: int) -> Iterator:
+    """``map(fn, items)`` on ``workers`` threads, in order, with at most two results per thread ahead
+    of the consumer (``Executor.map`` would run every item at once and hold all their results)."""
     if workers == 1:
-        results: Iterator[np.ndarray] = map(scanner, chunks)
-    else:
-        pool = ThreadPoolExecutor(workers, thread_name_prefix="sjsonl-scan")
-        results = pool.map(scanner, chunks)
+        yield from map(fn, items)
+        return
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="sjsonl-scan")
     try:
-        for (lo, hi), part in zip(chunks, results):
-            parts.append(part)
-            if on_progress is not None:
-                on_progress(hi - lo)
+        ahead = collections.deque(pool.submit(fn, item) for item in items[: 2 * workers])
+        for item in items[2 * workers :]:
+            yield ahead.popleft().result()
+            ahead.append(pool.submit(fn, item))
+        while ahead:
+            yield ahead.popleft().result()
     finally:
-        if workers > 1:
-            pool.shutdown(cancel_futures=True)
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        pool.shutdown(cancel_futures=True)
+
+
+class OffsetsBuffer:
+    """Offsets appended part by part into one array that grows in place (``realloc``: a large one is
+    remapped, not copied), so a build holds about the index itself plus one part — not every part and
+    their concatenation. Parts whose offsets outgrow ``dtype`` widen it (uint32 to uint64 past 4 GiB).
+
+    Example:
+        >>> found = OffsetsBuffer(np.dtype(np.uint32))
+        >>> found.append(np.array([0, 4])); found.append(np.array([9]))
+        >>> found.result().tolist()
+        [0, 4, 9]
+    """
+
+    def __init__(self, dtype: np.dtype, capacity: int = 1 << 16) -> None:
+        self._out = np.empty(capacity, dtype=dtype)
+        self._n = 0
+
+    def append(self, part: np.ndarray) -> None:
+        n, need = self._n, self._n + len(part)
+        if need > len(self._out):
+            self._out.resize(max(need, 2 * len(self._out)), refcheck=False)  # no views of it exist
+        if len(part) and self._out.dtype.itemsize < 8 and int(part[-1]) > np.iinfo(self._out.dtype).max:
+            self._out = self._out.astype(np.uint64)
+        self._out[n:need] = part
+        self._n = need
+
+    def result(self, dtype: np.dtype | None = None) -> np.ndarray:
+        """The offsets (as ``dtype`` when given, e.g. narrower once the size is known)."""
+        out = self._out
+        out.resize(self._n, refcheck=False)
+        self._out = np.empty(0, dtype=out.dtype)
+        return out if dtype is None or dtype == out.dtype else out.astype(dtype)
 
 
 class _ReadAhead:
@@ -378,17 +438,17 @@ def scan_stream(
     ``on_progress(n)`` is called with the bytes done after each chunk.
     """
     window = _ReadAhead(chunks)
-    # The size is unknown until the last chunk is read; offsets are kept as uint64 meanwhile.
+    # The size is unknown until the last chunk is read: offsets are kept as uint32 until one needs more.
     scanner = _ChunkScanner(_buffer_peek(window), sys.maxsize, np.dtype(np.uint64), CHUNK_BYTES)
-    parts = []
+    found = OffsetsBuffer(np.dtype(np.uint32))
     lo = 0
     while (chunk := window.take(lo)) is not None:
         known = window.known_size
         if known is not None:
             scanner.size = known  # this is the last chunk: it may end the file inside a line
-        parts.append(scanner.scan(np.frombuffer(chunk, dtype=np.uint8), lo))
+        found.append(scanner.scan(np.frombuffer(chunk, dtype=np.uint8), lo))
         lo += len(chunk)
         if on_progress is not None:
             on_progress(len(chunk))
-    offsets = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-    return offsets.astype(offset_dtype(lo), copy=False), lo
+    final = offset_dtype(lo)
+    return found.result(final if final.itemsize < 4 else None), lo

@@ -31,6 +31,10 @@ shares an index name with a ``data.jsonl`` beside it. A gzip file's seek points 
 Example:
     >>> default_index_path("/data/train.jsonl"), default_index_path("/data/train.jsonl.gz")
     ('/data/train.index.npy', '/data/train.jsonl.gz.index.npy')
+
+Any file name maps to an index name that fits (see :func:`default_index_path`: a name too long to take
+the suffixes is cut and hashed) and that no other data file's maps to. Artifacts are told from data by
+their bytes, not their names (:func:`is_index_artifact`).
 """
 
 from __future__ import annotations
@@ -39,10 +43,11 @@ import contextlib
 import errno
 import hashlib
 import json
-import mmap
 import os
 import re
+import stat
 import struct
+import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,9 +56,9 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import IndexFileError, InvalidArgumentError, SJSONLError, one_line
-from ..storage import DataStamp, is_url
+from ..storage import DataStamp, is_url, map_readonly
 from ..storage.local import open_regular_file
-from ..storage.zip import split_member
+from ..storage.zip import MEMBER_SEP, split_member
 from .atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: the tests read temp names)
 from .trust import untrusted_reason, warn_untrusted
 
@@ -71,17 +76,68 @@ class UntrustedIndexError(IndexFileError):
     """An index file in a place other users can write (or owned by another user): not read."""
 
 
-def is_index_artifact(name: str) -> bool:
-    """Whether a file name is one sjsonl writes beside data (an index, its metadata, seek points, or a
-    temp file of an atomic write) — never data itself, whatever its extension says.
+def is_index_artifact(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` is one sjsonl wrote (an index, a compact index, a sidecar, seek
+    points, or the temp file of an atomic write) — told by its bytes, never by its name, so a data file
+    is never skipped for being named like one (``search.index.meta.jsonl``).
+
+    sjsonl's artifacts start with ``SJSONL`` (a compact index, the sidecars) or ``sjsonl-`` (seek points),
+    or are a ``.npy`` file ending with the index trailer's magic; JSON text starts with none of these.
+    Two more: a ``*.tmp`` file that is empty or a ``.npy`` still being written (an atomic write under
+    way or killed: it holds no records either way), and two kinds written before artifacts had magic
+    numbers: a format-1 ``*.index.meta.json`` and a sidecar (one JSON object, ``{"key": {"version": …},
+    "value": …}``, :mod:`sjsonl.sidecar`). Anything unreadable is not an artifact (reading it as data
+    says what is wrong).
 
     Example:
-        >>> [is_index_artifact(n) for n in ("train.index.npy", "train.index.meta.json", "train.jsonl")]
-        [True, True, False]
+        >>> import os, tempfile, numpy as np
+        >>> d = tempfile.mkdtemp()
+        >>> data = os.path.join(d, "search.index.meta.jsonl")
+        >>> _ = open(data, "w").write('{"q": 1}\\n')
+        >>> _ = write_index(os.path.join(d, "search.index.npy"), np.array([0], np.uint8),
+        ...                 meta_of(np.array([0], np.uint8), DataStamp(9, 1, "ab"), data))
+        >>> is_index_artifact(data), is_index_artifact(os.path.join(d, "search.index.npy"))
+        (False, True)
     """
-    base = name[:-4] if name.endswith(".tmp") else name  # temp files: "<final name>.<random>.tmp"
-    kinds = ("npy", "packed", "meta", "seekpoints", "schema", "badlines")
-    return ".index." in base and base.rsplit(".index.", 1)[1].split(".")[0] in kinds
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: never wait on it
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        head = os.pread(fd, 8, 0)
+        if head.startswith((b"SJSONL", b"sjsonl-")):
+            return True
+        name = os.fsdecode(os.path.basename(path))
+        if head.startswith(b"\x93NUMPY"):
+            tail = os.pread(fd, _TAIL.size, st.st_size - _TAIL.size) if st.st_size >= 16 else b""
+            return tail[-8:] == TRAILER_MAGIC or name.endswith(".tmp")
+        if not head:
+            return name.endswith(".tmp")
+        if os.pread(fd, len(_OLD_SIDECAR), 0) == _OLD_SIDECAR:
+            return _is_json_object_with(fd, st.st_size, {"key", "value"}, exactly=True)
+        legacy = name.endswith(".index" + LEGACY_META_SUFFIX)
+        return legacy and _is_json_object_with(fd, st.st_size, {"stamp", "records", "dtype", "data_path"})
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+_OLD_SIDECAR = b'{"key":{"version":'  # how sidecars began before they had a magic number
+
+
+def _is_json_object_with(fd: int, size: int, keys: set[str], exactly: bool = False) -> bool:
+    """Whether the open file is one JSON object with ``keys`` (or ``exactly`` those)."""
+    if size > 64 * _MAX_META:
+        return False
+    try:
+        found = json.loads(os.pread(fd, size, 0))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(found, dict) and (found.keys() == keys if exactly else keys <= found.keys())
 
 
 _DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
@@ -142,41 +198,90 @@ class IndexFile:
     verified: bool = True
 
 
+def artifact_path(index_path: str, suffix: str) -> str:
+    """The name of an artifact that goes with the index ``index_path`` (either format's: ``.npy`` or the
+    compact ``.packed``, which record the same CRC-32, which binds them): its ``.npy``/``.packed``
+    replaced by ``suffix``. Every such name fits (see :data:`_NAME_ROOM`).
+
+    Example:
+        >>> artifact_path("/d/t.index.npy", ".schema"), artifact_path("/d/t.index.packed", ".schema")
+        ('/d/t.index.schema', '/d/t.index.schema')
+    """
+    for end in (".npy", ".packed"):
+        if index_path.endswith(end):
+            return index_path[: -len(end)] + suffix
+    return index_path + suffix
+
+
 def seek_state_path(index_path: str) -> str:
     """Where a storage's seek state (gzip seek points) lives beside the index ``index_path``.
-
-    Either format's (``.npy`` or compact ``.packed``): both record the same CRC-32, which binds them.
 
     Example:
         >>> seek_state_path("/data/train.jsonl.gz.index.npy")
         '/data/train.jsonl.gz.index.seekpoints'
     """
-    for suffix in (".npy", ".packed"):
-        if index_path.endswith(suffix):
-            index_path = index_path[: -len(suffix)]
-    return index_path + SEEK_STATE_SUFFIX
+    return artifact_path(index_path, SEEK_STATE_SUFFIX)
 
 
-def _stem(data_path: str) -> str:
-    name = os.path.basename(data_path)
+def _stem(data_path: str, name: str | None = None) -> str:
+    """The file name (or ``name``) without its data suffix: ``d/t.jsonl`` → ``t``."""
+    name = os.path.basename(data_path) if name is None else name
     for suffix in _DATA_SUFFIXES:
         if name.lower().endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
 
 
+#: Bytes of a file name (NAME_MAX on Linux and macOS file systems).
+NAME_MAX = 255
+#: What sjsonl may append to an index name's stem: ``.index`` + the longest artifact suffix
+#: (``.seekpoints``) + an atomic write's temp suffix (``.<host 8>-<pid ≤ 7>.<random 8>.tmp``, atomic.py).
+_NAME_ROOM = len(".index.seekpoints") + 30
+#: A stem up to this many bytes is kept readable; a longer one becomes ``<its first bytes>-<hash>``, which
+#: is longer than this and at most ``NAME_MAX - _NAME_ROOM``: the two kinds of names never meet.
+_READABLE_STEM = 190
+
+
+def _fit_stem(stem: str, key: str | None = None) -> str:
+    """``stem`` as the stem of an index file name: itself when it fits, else its first bytes and a hash of
+    it (or ``key``, when given: a hash already, appended whatever the length)."""
+    raw = os.fsencode(stem)  # any bytes a file name can hold survive (surrogateescape both ways)
+    if key is None and len(raw) <= _READABLE_STEM:
+        return stem
+    tag = key or hashlib.sha256(raw).hexdigest()[:16]
+    cut = raw[:_READABLE_STEM]
+    try:
+        cut.decode()
+    except UnicodeDecodeError as exc:  # don't end inside a UTF-8 character
+        if exc.reason == "unexpected end of data":
+            cut = cut[: exc.start]
+    return f"{os.fsdecode(cut)}-{tag}"
+
+
+def _member_stem(archive: str, member: str) -> str:
+    # "archive.zip::member", "%", "/" and ":" of the member percent-encoded: distinct members (and distinct
+    # archives: their names hold no ".zip::", or they could not be named) never share a name
+    encoded = member.replace("%", "%25").replace("/", "%2F").replace(":", "%3A")
+    return f"{os.path.basename(archive)}{MEMBER_SEP}{encoded}"
+
+
 def default_index_path(data_path: str) -> str:
     """``<dir>/<stem>.index.npy`` beside the data file (``data.jsonl`` → ``data.index.npy``); a zip
-    member's beside its archive (``d/a.zip::x/t.jsonl`` → ``d/a.zip.x%t.index.npy``).
+    member's beside its archive, under the member's whole name with ``%``, ``/`` and ``:``
+    percent-encoded (``d/a.zip::x/t.jsonl`` → ``d/a.zip::x%2Ft.jsonl.index.npy``). A stem too long for
+    every name sjsonl derives from it to fit in :data:`NAME_MAX` bytes is cut, with a hash of the whole
+    name (``<first bytes>-<16 hex>``).
 
     Example:
         >>> default_index_path("/d/a.zip::x/t.jsonl"), default_index_path("/d/t.json")
-        ('/d/a.zip.x%t.index.npy', '/d/t.index.npy')
+        ('/d/a.zip::x%2Ft.jsonl.index.npy', '/d/t.index.npy')
+        >>> len(os.path.basename(default_index_path("/d/" + "x" * 249 + ".jsonl")))
+        217
     """
     archive, member = split_member(data_path)
     if member is not None:
-        return f"{archive}.{_stem(member.replace('/', '%'))}{INDEX_SUFFIX}"
-    return os.path.join(os.path.dirname(data_path), _stem(data_path) + INDEX_SUFFIX)
+        return os.path.join(os.path.dirname(archive), _fit_stem(_member_stem(archive, member)) + INDEX_SUFFIX)
+    return os.path.join(os.path.dirname(data_path), _fit_stem(_stem(data_path)) + INDEX_SUFFIX)
 
 
 def default_cache_dir() -> str:
@@ -186,11 +291,18 @@ def default_cache_dir() -> str:
 
 
 def cache_index_path(data_path: str, index_dir: str) -> str:
-    """Index path inside ``index_dir``, keyed by the data file's absolute path (or its URL)."""
+    """Index path inside ``index_dir``, keyed by the data file's absolute path (or its URL).
+
+    Example:
+        >>> os.path.basename(cache_index_path("/d/t.jsonl", "/tmp/ix"))  # doctest: +ELLIPSIS
+        't-....index.npy'
+    """
     where = data_path if is_url(data_path) else os.path.abspath(data_path)
-    key = hashlib.sha256(where.encode()).hexdigest()[:16]
+    key = hashlib.sha256(os.fsencode(where)).hexdigest()[:16]
+    archive, member = split_member(data_path)
+    stem = _stem(data_path) if member is None else _member_stem(archive, member)
     directory = os.path.abspath(os.path.expanduser(index_dir))
-    return os.path.join(directory, f"{_stem(data_path)}-{key}{INDEX_SUFFIX}")
+    return os.path.join(directory, _fit_stem(stem, key) + INDEX_SUFFIX)
 
 
 def index_dir_from_env(index_dir: str | os.PathLike[str] | None) -> str | None:
@@ -284,7 +396,7 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
             check: Callable[[Any, IndexMeta, str], None] = verify_packed
         else:
             header_len = _read_npy_header(fd, st.st_size, meta, index_path)
-            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)  # the array keeps it alive; no fd needed after
+            mm = map_readonly(fd, st.st_size)  # the array keeps it alive; no fd needed after
             offsets = _offsets_view(mm, meta, header_len, index_path)
             if st.st_size != header_len + offsets.nbytes + trailer_len:
                 raise _fail(index_path, "has a size that does not match its header and trailer")
@@ -410,7 +522,8 @@ def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta, *, compac
     return index_path
 
 
-_CANNOT_WRITE = (errno.EPERM, errno.EACCES, errno.EROFS)
+#: Errors that say "not here" (read-only, a full disk or quota, a file size limit): the next place is tried.
+_CANNOT_WRITE = (errno.EPERM, errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def write_index_somewhere(
@@ -436,6 +549,28 @@ def write_index_somewhere(
             if exc.errno not in _CANNOT_WRITE or k == len(places) - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+class IndexNotSavedWarning(UserWarning):
+    """An index could not be written anywhere (read-only places, a full disk, a file size limit): it
+    serves this process from memory and is built again by the next one."""
+
+
+def warn_not_saved(data_path: str, exc: OSError) -> None:
+    """Say (once per data file and process) that its index is kept in memory only, and why."""
+    if data_path in _NOT_SAVED:
+        return
+    _NOT_SAVED.add(data_path)
+    why = one_line(exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    warnings.warn(
+        f"could not save the index of {data_path}: {why}{where}; it is kept in memory for this process",
+        IndexNotSavedWarning,
+        stacklevel=5,
+    )
+
+
+_NOT_SAVED: set[str] = set()
 
 
 def write_seek_state(path: str, blob: bytes) -> str:

@@ -64,6 +64,47 @@ def untrusted_reason(directory: str, file_stat: os.stat_result | None = None) ->
     return None
 
 
+def read_only_reason(path: str) -> str | None:
+    """Why sjsonl must not write ``path`` (an index or a file beside it), or ``None`` when it may try.
+
+    A place whose mode grants no write permission is read-only *even for root*, who could write it
+    anyway (most training containers and CI run as root): the user made it read-only, so the data's
+    directory gets no new file and an index file without write bits is not replaced. An existing file
+    without write bits is left alone the same way. Other refusals (a directory owned by another user
+    without write permission for us) are the operating system's, found when writing.
+
+    Example:
+        >>> import os, tempfile
+        >>> place = tempfile.mkdtemp()
+        >>> read_only_reason(os.path.join(place, "d.index.npy")) is None
+        True
+        >>> os.chmod(place, 0o555)
+        >>> read_only_reason(os.path.join(place, "d.index.npy"))
+        '... is read-only (mode 555)'
+    """
+    try:
+        st = os.stat(path)
+        if not st.st_mode & 0o222:
+            return f"{path} is read-only (mode {stat.S_IMODE(st.st_mode):o})"
+    except OSError:
+        pass
+    directory = os.path.dirname(os.path.abspath(path))
+    while True:  # the nearest existing directory: where a new one would be made
+        try:
+            st = os.stat(directory)
+            break
+        except FileNotFoundError:
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                return None
+            directory = parent
+        except OSError:
+            return None
+    if not st.st_mode & 0o222:
+        return f"{directory} is read-only (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
 def warn_untrusted(directory: str, reason: str, instead: str) -> None:
     """Say once per directory that an index place was skipped, and where the index goes instead."""
     if directory in _WARNED:

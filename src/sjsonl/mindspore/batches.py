@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..sampling.distributed import Cursor, epoch_order
+from ..sampling.distributed import Cursor, check_state, epoch_order
 from ..sampling.maps import RangeMap
 from ..views import read_positions
 from .columns import _FILL, Schema
@@ -129,9 +129,10 @@ class BatchSource:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue the saved epoch after its last yielded batch on the next pass — or, for an epoch saved
         complete, start the one after it."""
-        if int(state.get("yielded", 0)) >= len(self) and "epoch" in state:
+        epoch, yielded = check_state(state, len(self), self._identity())
+        if yielded >= len(self):
             self._cursor.load_state_dict({**state, "yielded": 0}, len(self), **self._identity())
-            self._cursor.set_epoch(int(state["epoch"]) + 1)  # drops the resume: a fresh next epoch
+            self._cursor.set_epoch(epoch + 1)  # drops the resume: a fresh next epoch
             return
         self._cursor.load_state_dict(state, len(self), **self._identity())
 

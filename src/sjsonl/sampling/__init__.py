@@ -10,7 +10,7 @@ Example:
 """
 
 from .block import BlockShuffle
-from .distributed import Cursor, PaddedMap, epoch_order, iter_blocks, per_rank, shard_order
+from .distributed import Cursor, PaddedMap, check_state, epoch_order, iter_blocks, per_rank, shard_order
 from .maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, SkipMap
 from .permutation import Permutation
 
@@ -25,6 +25,7 @@ __all__ = [
     "Permutation",
     "RangeMap",
     "SkipMap",
+    "check_state",
     "epoch_order",
     "iter_blocks",
     "per_rank",

@@ -142,7 +142,9 @@ class Cursor:
     - a pass saved complete resumes as an empty remainder and leaves the epoch as set, so the pass after it
       uses whatever ``set_epoch`` chose (this is what StatefulDataLoader needs both when it was saved just
       before and just after ``StopIteration``);
-    - ``set_epoch`` to a different epoch than the saved one drops the pending resume.
+    - ``set_epoch`` to a different epoch than the saved one drops the pending resume;
+    - a state that is not exactly what ``state_dict`` writes for this layout is refused
+      (:func:`check_state`), and the cursor is left as it was.
 
     Example:
         >>> c = Cursor(); c.begin(5); c.yielded += 2
@@ -175,16 +177,66 @@ class Cursor:
         return {"epoch": self.pass_epoch, "yielded": self.yielded, **identity}
 
     def load_state_dict(self, state: dict[str, Any], length: int, **identity: Any) -> None:
-        for key, want in identity.items():
-            if key in state and state[key] != want:
-                raise InvalidArgumentError(
-                    f"cannot resume: saved state has {key}={state[key]!r} but this object has {key}={want!r}"
-                )
-        yielded = int(state["yielded"])
-        if not 0 <= yielded <= length:
-            raise InvalidArgumentError(f"cannot resume: saved position {yielded} is outside [0, {length}]")
+        epoch, yielded = check_state(state, length, identity)
         if yielded < length:
-            self.epoch = int(state.get("epoch", self.epoch))
+            self.epoch = epoch
             self._resume = (self.epoch, yielded)
         else:
             self._resume = (self.epoch, length)
+
+
+def _is_int(value: Any) -> bool:
+    # bool is an int to Python, not here; numpy integers (what arithmetic on numpy values gives) are
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, np.integer)
+
+
+def _bad_value(key: str, got: Any, expected: str) -> InvalidArgumentError:
+    what = f"{got}, outside the range" if _is_int(got) else f"{got!r} ({type(got).__name__})"
+    return InvalidArgumentError(f"cannot resume: saved state has {key}={what}; expected {expected}")
+
+
+def check_state(state: Any, length: int, identity: dict[str, Any]) -> tuple[int, int]:
+    """``(epoch, yielded)`` of a saved state, checked strictly — the one validator every resumable
+    object's ``load_state_dict`` uses: a dict with exactly the keys ``epoch``, ``yielded`` and those of
+    ``identity`` (the layout it must have been saved in, compared by value and type); ``epoch`` and
+    ``yielded`` integers (``bool`` is not one; numpy integers are), ``epoch >= 0`` and ``yielded`` in
+    ``[0, length]``. Anything else raises a one-line :class:`~sjsonl.errors.InvalidArgumentError` naming
+    the key and what was expected.
+
+    Example:
+        >>> check_state({"epoch": 1, "yielded": 3, "n": 10}, 10, {"n": 10})
+        (1, 3)
+        >>> check_state({"epoch": 1, "yielded": "3", "n": 10}, 10, {"n": 10})
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.InvalidArgumentError: cannot resume: saved state has yielded='3' (str); expected an ...
+    """
+    if not isinstance(state, dict):
+        raise InvalidArgumentError(f"cannot resume: a saved state is a dict, not {type(state).__name__}")
+    expected = ["epoch", "yielded", *identity]
+    missing = [k for k in expected if k not in state]
+    if missing:
+        raise InvalidArgumentError(
+            f"cannot resume: saved state has no {missing[0]!r} (expected the keys {', '.join(expected)})"
+        )
+    unknown = [k for k in state if k not in expected]
+    if unknown:
+        raise InvalidArgumentError(
+            f"cannot resume: saved state has an unknown key {unknown[0]!r} "
+            f"(expected only {', '.join(expected)})"
+        )
+    for key, want in identity.items():
+        got = state[key]
+        same_kind = (
+            isinstance(got, (bool, np.bool_)) if isinstance(want, bool) else not _is_int(want) or _is_int(got)
+        )
+        if not same_kind or got != want:
+            raise InvalidArgumentError(
+                f"cannot resume: saved state has {key}={got!r} but this object has {key}={want!r}"
+            )
+    epoch, yielded = state["epoch"], state["yielded"]
+    if not _is_int(epoch) or epoch < 0:
+        raise _bad_value("epoch", epoch, "a non-negative integer")
+    if not _is_int(yielded) or not 0 <= yielded <= length:
+        raise _bad_value("yielded", yielded, f"an integer in [0, {length}]")
+    return int(epoch), int(yielded)

@@ -3,7 +3,8 @@
 One small interface, :class:`Storage` — ``size``, ``read(start, end)`` and, where the bytes can be mapped,
 ``buffer()`` for zero-copy slicing — with one implementation per kind of data:
 
-- :class:`MappedFile` — a local uncompressed file, read through a memory map (the fast path);
+- :class:`MappedFile` — a local uncompressed file, read through a memory map whose slices are copied under
+  a guard (the fast path; a truncation in place raises instead of SIGBUS);
 - :class:`LocalFile` — a local file read with ``pread`` (``mmap=False``; and under the decompressors);
 - :class:`~sjsonl.storage.compressed.GzipFile` — ``.gz``, random access through indexed_gzip seek points
   (the index build decompresses with rapidgzip when installed: :mod:`~sjsonl.storage.gzip_build`);
@@ -44,13 +45,14 @@ from .base import (
     RangeView,
     Storage,
     byte_view,
+    count_newlines,
     is_url,
     resolve_path,
     stat_data_file,
     suffix_of,
 )
 from .formats import HEAD_BYTES, check_format, format_of_name
-from .local import LocalFile, MappedFile, PinnedReader, open_regular_file
+from .local import GUARDED, LocalFile, MappedFile, PinnedReader, map_readonly, open_regular_file
 from .zip import split_member
 
 GZIP_SUFFIXES = (".gz", ".gzip")
@@ -72,7 +74,9 @@ __all__ = [
     "RangeView",
     "Storage",
     "byte_view",
+    "count_newlines",
     "is_url",
+    "map_readonly",
     "open_regular_file",
     "open_storage",
     "resolve_path",
@@ -85,8 +89,10 @@ def open_storage(
 ) -> Storage:
     """The storage for ``path``: chosen by its form (URL or local) and its suffix (``.gz``, ``.zst``).
 
-    A local uncompressed file is memory-mapped unless ``mmap=False`` (then read with ``pread``: no
-    SIGBUS if the file is truncated in place while open, at about twice the cost per short record).
+    A local uncompressed file is memory-mapped unless ``mmap=False`` (then read with ``pread``, at about
+    twice the cost per short record). Either way a file truncated or rewritten in place raises
+    :class:`~sjsonl.errors.StaleDataError`, never SIGBUS: the map's slices are copied under a guard
+    (:class:`~sjsonl.storage.local.MappedFile`); without the compiled guard, ``pread`` is used.
     ``storage_options`` go to fsspec for URLs (credentials, ``endpoint_url``, …); local paths ignore them,
     so one dict can serve a list that mixes local and remote files. ``file://`` URLs are local files.
 
@@ -111,7 +117,8 @@ def open_storage(
         source: Any = RemoteFile(text, storage_options)
     else:
         local = text[len("file://") :] if text.startswith("file://") else text
-        source = MappedFile(local) if mmap and not compressed else LocalFile(local)
+        mapped = mmap and not compressed and GUARDED is not None  # no guard built: pread, never raw mmap
+        source = MappedFile(local) if mapped else LocalFile(local)
     # compressed bytes under a text name (or another codec's suffix) are refused now, by their magic
     # number, rather than failing later as text that does not decode
     # (a pread even for a mapped file: mapping it now would cost each open more than the check)

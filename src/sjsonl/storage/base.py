@@ -15,7 +15,7 @@ import hashlib
 import os
 import stat as stat_module
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -39,10 +39,18 @@ class DataStamp:
     differ from those (compressed files); ``etag`` only for remote objects that report one. ``mtime_ns``
     is ``0`` where the storage reports no modification time.
 
+    For local files, ``ctime_ns`` and ``file_id`` (device and inode) are what ``os.utime`` cannot set back:
+    an edit whose mtime was restored still changes the ctime. ``content`` is the hash of all ``size``
+    bytes (:mod:`sjsonl.storage.content`) where the index build computed it (plain local files): it tells
+    a status change that kept the bytes (``chmod``, a hard link, a rename) from an edit, and proves that
+    the indexed bytes of a file that grew are untouched.
+
     Example:
         >>> old = DataStamp(100, 5, "ab", stored_size=40)
         >>> old.describe_change(DataStamp(-1, 5, "ab", stored_size=40)) is None  # same compressed file
         True
+        >>> DataStamp(9, 5, "ab", ctime_ns=7).describe_change(DataStamp(9, 5, "ab", ctime_ns=8))
+        "data file's status changed (ctime): permissions, links, a rename, or an edit with its mtime set back"
     """
 
     size: int
@@ -50,6 +58,9 @@ class DataStamp:
     fingerprint: str
     stored_size: int | None = None
     etag: str = ""
+    ctime_ns: int = 0
+    file_id: str = ""
+    content: str = ""
 
     @property
     def stored(self) -> int:
@@ -59,7 +70,8 @@ class DataStamp:
     def describe_change(self, other: DataStamp, *, content: bool = True) -> str | None:
         """Why ``other`` (the data now) differs from this stamp (the data indexed), or ``None``.
 
-        With ``content=False`` the fingerprint is not compared (``other`` was taken without one)."""
+        With ``content=False`` the fingerprint is not compared (``other`` was taken without one). The
+        content hash is never compared here (a stamp of the data now has none): see :meth:`status_only`."""
         if other.stored != self.stored:
             verb = "appended to" if other.stored > self.stored else "truncated"
             return f"data file was {verb} ({self.stored} -> {other.stored} bytes)"
@@ -69,19 +81,45 @@ class DataStamp:
             return f"data object was replaced (ETag {self.etag} -> {other.etag})"
         if content and other.fingerprint != self.fingerprint:
             return "data file content changed (fingerprint differs)"
+        if other.file_id != self.file_id:
+            return "data file was replaced (another file now has its name)"
+        if other.ctime_ns != self.ctime_ns:
+            return (
+                "data file's status changed (ctime): permissions, links, a rename, or an edit with its "
+                "mtime set back"
+            )
         return None
 
+    def status_only(self, other: DataStamp) -> bool:
+        """Whether ``other`` differs from this stamp only where a change of status (``chmod``, a link, a
+        rename, a copy with its times kept) shows, not its bytes: the content hash decides.
+
+        Example:
+            >>> DataStamp(9, 5, "ab", ctime_ns=7).status_only(DataStamp(9, 5, "ab", ctime_ns=8))
+            True
+        """
+        same_bytes = (other.stored, other.mtime_ns, other.etag) == (self.stored, self.mtime_ns, self.etag)
+        return same_bytes and (other.ctime_ns, other.file_id) != (self.ctime_ns, self.file_id)
+
+    def same_bytes(self, other: DataStamp) -> bool:
+        """Whether both stamps describe the same bytes (whatever their file's ctime or inode now).
+
+        Example:
+            >>> DataStamp(9, 5, "ab", ctime_ns=7).same_bytes(DataStamp(9, 5, "ab", ctime_ns=8))
+            True
+        """
+        return replace(self, ctime_ns=0, file_id="") == replace(other, ctime_ns=0, file_id="")
+
     def without_fingerprint(self) -> DataStamp:
-        return DataStamp(self.size, self.mtime_ns, "", self.stored_size, self.etag)
+        return replace(self, fingerprint="", content="")
 
     def to_dict(self) -> dict[str, Any]:
-        # Fields at their defaults are left out, so index metadata of plain local files keeps the
-        # three-field form older sjsonl versions read.
+        # Fields at their defaults are left out (remote and in-memory data have no ctime or inode).
         d = asdict(self)
-        if self.stored_size is None:
-            del d["stored_size"]
-        if not self.etag:
-            del d["etag"]
+        defaults = {"stored_size": None, "etag": "", "ctime_ns": 0, "file_id": "", "content": ""}
+        for key, default in defaults.items():
+            if d[key] == default:
+                del d[key]
         return d
 
 
@@ -248,6 +286,21 @@ def byte_view(storage: Storage) -> Any:
     """
     buffer = getattr(storage, "buffer", None)
     return buffer() if buffer is not None else RangeView(storage)
+
+
+def count_newlines(storage: Storage, lo: int, hi: int) -> int:
+    """How many ``\\n`` bytes ``[lo, hi)`` of ``storage`` holds: counted in place in a memory map (under its
+    guard), else read in pieces (for compressed or remote data that is a pass over the range).
+
+    Example:
+        >>> count_newlines(MemoryFile(b"1\\n\\n2\\n"), 0, 3)
+        2
+    """
+    buffer = getattr(storage, "buffer", None)
+    if buffer is not None:
+        return int(buffer().count_newlines(lo, hi))
+    step = 8 << 20
+    return sum(storage.read(a, min(hi, a + step)).count(b"\n") for a in range(lo, hi, step))
 
 
 def read_sequentially(storage: Storage, ranges: Sequence[tuple[int, int]]) -> list[bytes]:

@@ -21,13 +21,16 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import errno
 import io
 import os
 import shutil
 import threading
+import weakref
 import zlib
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import DataFileError, StaleDataError, require
@@ -54,6 +57,17 @@ NOT_SEEKABLE = (
 )
 
 
+#: Storages with an open decompressor in this process: closed at exit, before the interpreter finalizes —
+#: a native reader (rapidgzip's, indexed_bzip2's) whose threads outlive finalization aborts the process.
+_LIVE: weakref.WeakSet[_PerProcessHandle] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_decompressors() -> None:
+    for storage in list(_LIVE):
+        storage.close_handle()
+
+
 class _PerProcessHandle:
     """A reader handle per process, behind a lock: opened lazily, dropped on pickling, reopened after fork.
 
@@ -70,7 +84,19 @@ class _PerProcessHandle:
         if state is None or state[0] != os.getpid():
             handle = self._open_handle(None if state is None else state[1:])
             state = self._state = (os.getpid(), threading.Lock(), handle)
+            _LIVE.add(self)
         return state[1], state[2]
+
+    def close_handle(self) -> None:
+        """Close this process's decompressor now (its native threads with it); the next read opens one."""
+        state, self._state = self._state, None
+        if state is not None and state[0] == os.getpid():
+            close = getattr(state[2], "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # closing is best effort: at exit, or after a failed read
+                    pass
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
         """A new handle for this process; ``inherited`` is the (lock, handle) of the parent, after a fork."""
@@ -96,7 +122,8 @@ class _PerProcessHandle:
 
     def pin(self, stamp: DataStamp) -> None:
         """Tie reads to the compressed bytes ``stamp`` describes (see :meth:`LocalFile.pin`)."""
-        self.source.pin(DataStamp(stamp.stored, stamp.mtime_ns, stamp.fingerprint, etag=stamp.etag))
+        # stored_size stays set: the source holds the stored form of the data, not its lines
+        self.source.pin(replace(stamp, size=stamp.stored, stored_size=stamp.stored))
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         return read_sequentially(self, ranges)  # type: ignore[arg-type]
@@ -112,16 +139,16 @@ class _PerProcessHandle:
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
         """The compressed bytes' stamp; ``size`` is ``-1``: the decompressed size is the index's to know."""
         s = self.source.stamp(fingerprint=fingerprint)
-        return DataStamp(-1, s.mtime_ns, s.fingerprint, stored_size=s.size, etag=s.etag)
+        return replace(s, size=-1, stored_size=s.size)
 
     def reset_handles(self) -> None:
         """Forget this process's decompressor (and what it learnt of the bytes), keeping the pinned file:
         after a scan that saw the file change, the next pass starts clean."""
-        self._state = None
+        self.close_handle()
 
     def refresh(self) -> None:
         """Forget handles and sizes: the next read sees the file as it is now."""
-        self._state = None
+        self.close_handle()
         self.source = self.source.reopen()
 
     def reopen(self) -> Any:
@@ -129,7 +156,7 @@ class _PerProcessHandle:
         return self
 
     def close(self) -> None:
-        self._state = None
+        self.close_handle()
         self.source.close()
 
     def __repr__(self) -> str:

@@ -55,11 +55,26 @@ BUILD_THREADS = 1
 DECODE_ERRORS = (ValueError, RuntimeError, OSError)
 
 
+def _memory_limited() -> bool:
+    """Whether this process has an address-space or data limit (``ulimit -v``): rapidgzip crashes with
+    SIGSEGV when an allocation fails there, where indexed_gzip raises MemoryError."""
+    try:
+        import resource
+    except ImportError:
+        return False
+    for limit in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+        soft = resource.getrlimit(limit)[0]
+        if soft != resource.RLIM_INFINITY:
+            return True
+    return False
+
+
 def build_backend(choice: str | None = None) -> str:
     """``"rapidgzip"`` or ``"indexed_gzip"``: the decompressor for a gzip index build.
 
     ``choice`` (else ``$SJSONL_GZIP_BUILD``, else ``"auto"``): ``"auto"`` takes rapidgzip when it is
-    installed; ``"rapidgzip"`` requires it.
+    installed and the process has no memory limit (``ulimit -v``: rapidgzip crashes when an allocation
+    fails, indexed_gzip raises MemoryError); ``"rapidgzip"`` requires it.
 
     Example:
         >>> build_backend("indexed_gzip")
@@ -74,8 +89,8 @@ def build_backend(choice: str | None = None) -> str:
         raise ValueError(
             f"{BUILD_ENV} / build_backend must be auto, rapidgzip or indexed_gzip, not {chosen!r}"
         )
-    if chosen == "indexed_gzip":
-        return chosen
+    if chosen == "indexed_gzip" or (chosen == "auto" and _memory_limited()):
+        return "indexed_gzip"
     try:
         require("rapidgzip", "compress")
     except MissingDependencyError:

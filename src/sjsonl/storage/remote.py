@@ -14,6 +14,11 @@ Pinning: once the index layer pins the object (``pin(stamp)``), every range read
 fails and raises :class:`~sjsonl.errors.StaleDataError`. Protocols without conditional reads are checked
 (size, ETag, mtime) when a read fails and in each new process, not on every read.
 
+Range support: an HTTP server that ignores ``Range`` (answering 200 with the whole body) is refused when
+the file is opened — one probe for byte 1, which fsspec's HTTP file refuses from the response headers,
+without downloading the body — and every read checks it got exactly the bytes it asked for, so such a
+server is named as the problem, never the data or its index.
+
 fsspec filesystems are not fork-safe (s3fs's event loop and connections belong to the process that made
 them), so the filesystem is looked up lazily per process id and never pickled.
 
@@ -43,6 +48,7 @@ SCAN_CONCURRENCY = 4
 _ETAG_KEYS = ("ETag", "etag", "md5Hash", "md5")
 _CONDITIONAL_PROTOCOLS = ("s3", "s3a")  # protocols whose reads take If-Match (s3fs: s3_additional_kwargs)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
+_HTTP_PROTOCOLS = ("http", "https")  # where the server may ignore a Range header
 
 
 def _mtime_ns(value: Any) -> int:
@@ -83,6 +89,7 @@ class RemoteFile:
         self._fs_state: tuple[int, Any, str] | None = None
         self._read_fs_state: tuple[int, Any, str] | None = None
         self._info = self._fetch_info()  # fails now, with a clear message, if the object is missing
+        self._check_ranges()
 
     # ---- per-process filesystems: one for metadata, one for reads (conditional once pinned)
     def _fs(self) -> tuple[Any, str]:
@@ -104,6 +111,41 @@ class RemoteFile:
             fs, key = self._fsspec.core.url_to_fs(self.path, **options)
             state = self._read_fs_state = (os.getpid(), fs, key)
         return state[1], state[2]
+
+    def _no_ranges(self, how: str) -> DataFileError:
+        return DataFileError(
+            errno.EOPNOTSUPP,
+            f"{self.path}: the server ignored the Range header ({how}); sjsonl reads remote files by byte "
+            "ranges: serve the file from a server with range support, or download it and open the copy",
+        )
+
+    def _check_ranges(self) -> None:
+        """Refuse an HTTP server that ignores ``Range``: one read of byte 1 (fsspec's HTTP file raises from
+        the response headers, before the body, when the answer is not that byte)."""
+        if self.size < 2 or self.path.split("://", 1)[0].lower() not in _HTTP_PROTOCOLS:
+            return
+        fs, key = self._read_fs()
+        try:
+            with fs.open(key, "rb", block_size=1, cache_type="none", size=self.size) as f:
+                f.seek(1)
+                got = f.read(1)
+        except ValueError as exc:
+            if "range" not in str(exc).lower():
+                raise
+            raise self._no_ranges("it answered a request for byte 1 with the whole file") from None
+        except OSError as exc:
+            raise self._read_failed(exc) from None
+        self._check_length(got, 1)
+
+    def _check_length(self, data: bytes, wanted: int) -> bytes:
+        """``data`` when it is the ``wanted`` bytes long it should be; more is a server ignoring ``Range``,
+        less an object that changed (or a transfer cut short)."""
+        if len(data) > wanted:
+            raise self._no_ranges(f"asked for {wanted} bytes, it sent {len(data)}")
+        if len(data) < wanted:
+            failed = self._read_failed(EOFError(f"asked for {wanted} bytes, got {len(data)}"))
+            raise failed
+        return data
 
     def pin(self, stamp: DataStamp) -> None:
         """Read only the object version ``stamp`` describes (its ETag) from now on."""
@@ -152,9 +194,10 @@ class RemoteFile:
             return b""
         fs, key = self._read_fs()
         try:
-            return fs.cat_file(key, start=start, end=end)
+            data = fs.cat_file(key, start=start, end=end)
         except OSError as exc:
             raise self._read_failed(exc) from None
+        return self._check_length(data, end - start)
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Several ranges, fetched concurrently where the protocol allows."""
@@ -171,7 +214,7 @@ class RemoteFile:
         except OSError as exc:
             raise self._read_failed(exc) from None
         for k, data in zip(todo, got):
-            out[k] = data
+            out[k] = self._check_length(data, wanted[k][1] - wanted[k][0])
         return out
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:

@@ -6,7 +6,16 @@ A *stored* member is a byte range of the archive: random access costs what a pla
 every :data:`ZIP_SPACING` decompressed bytes (a copy of zlib's state, with its 32 KiB window), so a read
 decompresses from the nearest point before it. The points live in memory: a forked worker inherits them,
 a spawned one (a pickled copy) makes them again with one pass on its first read. Other methods (bzip2,
-lzma inside a zip) are refused with a recipe.
+lzma inside a zip) and encrypted members are refused, saying so, with a recipe.
+
+Checked as ``unzip`` checks: every pass over a whole member — the index build's, a spawned worker's first
+— verifies its CRC-32 against the archive's directory (a mismatch is a
+:class:`~sjsonl.errors.DataFileError` naming ``archive::member``), and each member's local header must
+agree with the directory. Two members under one name are refused — the archive's data members, and a
+member opened by that name — rather than read as one of them (``unzip`` would keep the last, and 🤗
+reads the same bytes twice): re-create the archive with distinct names. Every other member stays
+readable by its name. Member index names keep the whole member name (``a.zip::x%2Ft.jsonl.index.npy``,
+:func:`~sjsonl.index.store.default_index_path`), so no two members share an index, however they are named.
 
 Every member is pinned to the archive's version: any change to the ``.zip`` makes each member's index
 stale, and an open dataset refuses the new bytes.
@@ -33,10 +42,11 @@ import struct
 import threading
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import DataFileError
+from ..errors import DataFileError, StaleDataError
 from .base import is_url
 from .formats import HEAD_BYTES, check_format, format_of_name
 from .local import LocalFile
@@ -45,6 +55,7 @@ from .seekable import SeekableStreamFile
 __all__ = [
     "MEMBER_SEP",
     "ZIP_SPACING",
+    "BadCRCError",
     "LocalFile",
     "ZipMemberFile",
     "expand_archives",
@@ -60,6 +71,16 @@ ZIP_SPACING = 1 << 20
 _IN_CHUNK = 64 << 10
 _OUT_STEP = 256 << 10  # decompressed bytes per zlib call: points land within this of their place
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature .. file name length, extra field length
+_METHODS = {
+    9: "deflate64",
+    12: "bzip2",
+    14: "lzma",
+    93: "zstd",
+    95: "xz",
+    97: "WavPack",
+    98: "PPMd",
+    99: "AES",
+}
 
 
 def split_member(path: str) -> tuple[str, str | None]:
@@ -83,8 +104,17 @@ def _is_data_member(info: zipfile.ZipInfo) -> bool:
     return not info.is_dir() and not any(p.startswith((".", "__")) for p in parts)
 
 
+def _duplicate_error(archive: str, name: str, count: int) -> DataFileError:
+    return DataFileError(
+        errno.EINVAL,
+        f"zip archive {archive} holds {count} members named {name!r}: sjsonl cannot tell them apart (unzip "
+        "would keep only the last); re-create the archive with distinct member names",
+    )
+
+
 def zip_members(path: str | os.PathLike[str]) -> list[str]:
-    """The data members of the archive at ``path`` as ``archive::member`` paths, in name order.
+    """The data members of the archive at ``path`` as ``archive::member`` paths, in name order; an archive
+    with two data members of one name is refused (see the module docstring).
 
     Example:
         >>> import os, tempfile, zipfile
@@ -100,6 +130,9 @@ def zip_members(path: str | os.PathLike[str]) -> list[str]:
     except zipfile.BadZipFile as exc:
         raise DataFileError(errno.EINVAL, f"cannot read zip archive {text}: {exc}") from None
     names = sorted(i.filename for i in infos if _is_data_member(i))
+    for name, count in Counter(names).items():
+        if count > 1:
+            raise _duplicate_error(text, name, count)
     return [f"{text}{MEMBER_SEP}{name}" for name in names]
 
 
@@ -152,11 +185,28 @@ def expand_archives(paths: Iterable[str | os.PathLike[str]]) -> list[str | os.Pa
     return out
 
 
-class _StoredMember:
-    """An uncompressed member: a window on the archive's file object."""
+class BadCRCError(ValueError):
+    """A member's bytes do not have the CRC-32 its archive records."""
 
-    def __init__(self, fileobj: Any, start: int, size: int) -> None:
+
+class _StoredMember:
+    """An uncompressed member: a window on the archive's file object. Bytes read in order from the start
+    are folded into a CRC-32, checked against ``crc`` when they reach the end."""
+
+    def __init__(self, fileobj: Any, start: int, size: int, crc: int) -> None:
         self.fileobj, self.start, self.size, self.pos = fileobj, start, size, 0
+        self.expected_crc, self.crc_pos, self.crc = crc, 0, 0
+
+    def _fold(self, at: int, data: bytes) -> None:
+        """Fold ``data`` (decompressed offset ``at``) into the running CRC-32 where it continues it."""
+        if at <= self.crc_pos < at + len(data):
+            self.crc = zlib.crc32(memoryview(data)[self.crc_pos - at :], self.crc)
+            self.crc_pos = at + len(data)
+            if self.crc_pos >= self.size and self.crc != self.expected_crc:
+                raise BadCRCError(
+                    f"CRC-32 mismatch: the archive records {self.expected_crc:08x}, the bytes give "
+                    f"{self.crc:08x} (a corrupt archive: re-download or re-create it)"
+                )
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         self.pos = max(0, offset if whence == os.SEEK_SET else self.size + offset)
@@ -170,6 +220,7 @@ class _StoredMember:
         data = self.fileobj.read(n)
         if len(data) != n:
             raise EOFError(f"the member ends {n - len(data)} bytes early: the archive was cut short")
+        self._fold(self.pos, data)
         self.pos += n
         return bytes(data)
 
@@ -178,8 +229,8 @@ class _DeflatedMember(_StoredMember):
     """A deflated member, read from the nearest restart point; the points are made as reads first pass
     them (the index scan's pass makes them all)."""
 
-    def __init__(self, fileobj: Any, start: int, compressed: int, size: int) -> None:
-        super().__init__(fileobj, start, size)
+    def __init__(self, fileobj: Any, start: int, compressed: int, size: int, crc: int) -> None:
+        super().__init__(fileobj, start, size, crc)
         self.compressed = compressed
         # (decompressed offset, offset of the next compressed byte, zlib's state there): never used
         # itself, only copied, so a forked child may share the parent's
@@ -204,6 +255,7 @@ class _DeflatedMember(_StoredMember):
             data = d.decompress(pending, _OUT_STEP)
             pending = d.unconsumed_tail
             if data:
+                self._fold(out_pos, data)
                 yield out_pos, data
                 out_pos += len(data)
             elif d.eof:
@@ -255,28 +307,44 @@ class ZipMemberFile(SeekableStreamFile):
 
     def _decompressor(self, fileobj: Any) -> Any:
         with zipfile.ZipFile(fileobj) as archive:
-            try:
-                info = archive.getinfo(self.member)
-            except KeyError:
-                raise DataFileError(
-                    errno.ENOENT, f"no member {self.member!r} in zip archive {self.source.path}"
-                ) from None
+            same = [i for i in archive.infolist() if i.filename == self.member]
+        where = f"member {self.member!r} of {self.source.path}"
+        if not same:
+            raise DataFileError(errno.ENOENT, f"no member {self.member!r} in zip archive {self.source.path}")
+        if len(same) > 1:
+            raise _duplicate_error(self.source.path, self.member, len(same))
+        info = same[0]
+        if info.flag_bits & 0x1:
+            raise DataFileError(
+                errno.EINVAL,
+                f"{where} is encrypted; sjsonl does not decrypt zip members: extract it with its password "
+                f"(unzip {self.source.path} {self.member!r})",
+            )
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            method = _METHODS.get(info.compress_type, "unknown")
+            raise DataFileError(
+                errno.EINVAL,
+                f"{where} uses zip compression method {info.compress_type} ({method}); sjsonl reads stored "
+                f"and deflated members: extract it (unzip -p {self.source.path} {self.member!r} > "
+                f"{os.path.basename(self.member)!r})",
+            )
         fileobj.seek(info.header_offset)
-        header = fileobj.read(_LOCAL_HEADER.size)
-        fields = _LOCAL_HEADER.unpack(header)
+        fields = _LOCAL_HEADER.unpack(fileobj.read(_LOCAL_HEADER.size))
         if fields[0] != b"PK\x03\x04":
-            raise zipfile.BadZipFile(f"bad local header for member {self.member!r}")
+            raise zipfile.BadZipFile(f"bad local header for {where}")
+        name = fileobj.read(fields[-2])
+        if name != info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437"):
+            raise zipfile.BadZipFile(f"the local header of {where} names another file, {name!r}")
         start = info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]
         if info.compress_type == zipfile.ZIP_STORED:
-            return _StoredMember(fileobj, start, info.file_size)
-        if info.compress_type == zipfile.ZIP_DEFLATED:
-            return _DeflatedMember(fileobj, start, info.compress_size, info.file_size)
-        raise DataFileError(
-            errno.EINVAL,
-            f"member {self.member!r} of {self.source.path} uses zip compression method "
-            f"{info.compress_type}; sjsonl reads stored and deflated members: extract it (unzip -p "
-            f"{self.source.path} {self.member} > {os.path.basename(self.member)})",
-        )
+            return _StoredMember(fileobj, start, info.file_size, info.CRC)
+        return _DeflatedMember(fileobj, start, info.compress_size, info.file_size, info.CRC)
+
+    def _failed(self, exc: BaseException) -> Exception:
+        failed = super()._failed(exc)
+        if isinstance(exc, BadCRCError) and not isinstance(failed, StaleDataError):
+            return DataFileError(errno.EIO, f"corrupt zip member {self.path}: {exc}")
+        return failed
 
     def _open_handle(self, inherited: tuple[threading.Lock, Any] | None) -> Any:
         handle = super()._open_handle(inherited)
@@ -285,6 +353,7 @@ class ZipMemberFile(SeekableStreamFile):
             if lock.acquire(blocking=False):
                 try:
                     handle.points, handle.complete = list(parent.points), parent.complete
+                    handle.crc_pos, handle.crc = parent.crc_pos, parent.crc
                 finally:
                     lock.release()
         if handle is not None:
