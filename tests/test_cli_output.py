@@ -117,9 +117,12 @@ def test_filter_never_writes_an_index_file_of_its_input(tmp_path, data, name, wh
 def test_links_to_the_index_and_an_index_directory(tmp_path, data):
     (tmp_path / "ix.jsonl").symlink_to(tmp_path / "in.index.npy")
     os.link(tmp_path / "in.index.npy", tmp_path / "hard.jsonl")
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "in.index.schema")  # not written yet: by its name
     before = state(tmp_path)
     for target in ("ix.jsonl", "hard.jsonl"):
         assert_refused(cli("filter", data, "True", "-o", tmp_path / target, "--force"), "it is the index of")
+    out = cli("filter", data, "True", "-o", tmp_path / "dangling.jsonl", "--force")
+    assert_refused(out, "it is the schema file of the input")
     # with --index-dir the index is kept there (and one may still be beside the data): both refused
     index_dir = tmp_path / "indexes"
     assert cli("index", data, "--index-dir", index_dir).returncode == 0
@@ -166,6 +169,11 @@ def test_an_existing_output_is_replaced_only_with_force(tmp_path, data):
     assert out_path.read_bytes() == LINES[1] + b"\n" and (out_path.stat().st_mode & 0o777) == 0o600
     assert (tmp_path / "link.jsonl").is_symlink()
     assert_refused(cli("filter", data, "True", "-o", tmp_path), "is a directory; give a file name")
+    # a FIFO (like /dev/null, a device: never tried here, a broken guard would replace it as root)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert_refused(cli("filter", data, "True", "-o", fifo, "--force"), f"-o {fifo} is not a regular file")
+    assert fifo.is_fifo()
 
 
 def test_stats_plot_never_writes_an_input_nor_over_a_file_without_force(tmp_path, data):

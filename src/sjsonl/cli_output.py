@@ -89,7 +89,8 @@ class OutputGuard:
 
     def refusal(self, out: str, option: str, *, force: bool) -> str | None:
         """Why ``option out`` may not be written (one line), or ``None``: it is an input or one of its
-        index files, a directory, or an existing file without ``--force``."""
+        index files, a directory or another file that is not a regular one (``/dev/null``), or an existing
+        file without ``--force``."""
         real = os.path.realpath(out)
         ino = _identity(real)
         same = real if real in self.protected else self._inodes.get(ino) if ino else None
@@ -97,6 +98,8 @@ class OutputGuard:
             return f"refusing to write {option} {out}: it is {self.protected[same]}; choose another name"
         if os.path.isdir(real):
             return f"{option} {out} is a directory; give a file name"
+        if os.path.exists(real) and not os.path.isfile(real):  # a device, a FIFO: not replaced by a file
+            return f"{option} {out} is not a regular file; give a file name"
         if os.path.lexists(out) and not force:
             return f"{option} {out} exists; pass --force to replace it"
         return None
