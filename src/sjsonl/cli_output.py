@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import orjson
@@ -128,36 +128,32 @@ def json_line(record: Any, element: bytes) -> bytes:
     return line
 
 
-def jsonl_lines(ds: Any, positions: Iterable[tuple[int, Any]]) -> Iterator[bytes]:
-    """``(i, record)`` of ``ds`` as lines of JSON Lines: a JSON Lines record keeps its bytes exactly, a
-    JSON document's element is written as :func:`json_line`."""
-    for i, record in positions:
-        f, j = ds._file_record(i)
-        raw = f.raw(j)
-        yield (json_line(record, raw) if f.layout else raw) + b"\n"
+def record_line(ds: Any, i: int, record: Any) -> bytes:
+    """Record ``i`` of ``ds`` (``record``, as read) as a line of JSON Lines: a JSON Lines record keeps its
+    bytes exactly, a JSON document's element is written as :func:`json_line`."""
+    f, j = ds._file_record(i)
+    raw = f.raw(j)
+    return (json_line(record, raw) if f.layout else raw) + b"\n"
 
 
 def write_matching(
     ds: Any, match: Callable[[Any], bool], out: str, *, replace: bool, progress: bool | None
 ) -> int:
-    """Write the records of ``ds`` that ``match`` to ``out`` as :func:`jsonl_lines`, atomically (a failure or
-    Ctrl-C leaves ``out`` as it was; ``replace=False``: never over an existing file); return how many."""
+    """Write the records of ``ds`` that ``match`` to ``out``, each as :func:`record_line`, atomically (a
+    failure or Ctrl-C leaves ``out`` as it was; ``replace=False``: never over an existing file); return
+    how many."""
     bar = Progress(ds.nbytes, "filtering", progress)
     step = max(1, ds.nbytes // max(1, len(ds))) * 4096
+    documents = any(f.layout for f in ds._files)  # else every record is a line: its bytes, as they are
     matched = 0
-
-    def matching() -> Iterator[tuple[int, Any]]:
-        nonlocal matched
-        for i, record in enumerate(ds):
-            if bar.update and i % 4096 == 4095:
-                bar.update(step)
-            if match(record):
-                matched += 1
-                yield i, record
-
     try:
         with output_file(out, "-o", replace=replace) as f:
-            f.writelines(jsonl_lines(ds, matching()))
+            for i, record in enumerate(ds):
+                if bar.update and i % 4096 == 4095:
+                    bar.update(step)
+                if match(record):
+                    f.write(record_line(ds, i, record) if documents else ds.raw(i) + b"\n")
+                    matched += 1
     finally:
         bar.close()
     return matched
