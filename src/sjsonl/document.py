@@ -204,7 +204,7 @@ class DocumentFile(IndexedFile):
             return super()._slow_decode(start, end)
         data = element_bytes(byte_view(self.storage)[start:end])
         try:
-            return loads(data)
+            return loads(data, self.allow_nan)
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 
