@@ -87,7 +87,7 @@ def layouts_for(storage: Storage, field: str | None = None) -> tuple[str, ...]:
         >>> path = os.path.join(tempfile.mkdtemp(), "d.json")
         >>> _ = open(path, "w").write("[1, 2]")
         >>> layouts_for(open_storage(path)), layouts_for(open_storage(path), "rows")
-        (('json-array', ''), ('json-field:rows',))
+        (('json-array', ''), ('json-field-last:rows',))
     """
     if field is not None:
         return (layout_tag(field),)
