@@ -93,12 +93,27 @@ def loads(raw: bytes | memoryview, allow_nan: bool = True) -> Any:
     or, with ``allow_nan=False``, if it holds ``NaN``, ``Infinity`` or ``-Infinity``."""
     try:
         return fast_loads(raw)
-    except DECODE_ERRORS as exc:
-        first = exc
+    except DECODE_ERRORS:
+        return second_look(raw, allow_nan)
+
+
+def second_look(raw: bytes | memoryview, allow_nan: bool = True) -> Any:
+    """:func:`loads` for a record :data:`fast_loads` has just declined: the stdlib's value at once (a
+    record with NaN costs one parse more, not two), msgspec asked again only for the reason of a refusal.
+
+    Example:
+        >>> second_look(b'[NaN, 1]')
+        [nan, 1]
+    """
     try:
         return fallback_loads(raw, allow_nan)
     except _Refused as exc:
-        raise ValueError(_sharper(first, exc, len(raw))) from None
+        refused = exc
+    try:
+        fast_loads(raw)
+    except DECODE_ERRORS as first:
+        raise ValueError(_sharper(first, refused, len(raw))) from None
+    raise ValueError(str(refused))  # msgspec took it after all (not for a record it declined)
 
 
 def _sharper(first: Exception, second: _Refused, size: int) -> str:

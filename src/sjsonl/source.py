@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, loads
+from .decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, second_look
 from .errors import IndexFileError, RecordDecodeError, RecordFieldError, SJSONLError, StaleDataError
 from .index import line_number_at, load_or_build_index
 from .index.packed import Offsets, PackedOffsets, prefix_crc32
@@ -187,7 +187,7 @@ class IndexedFile:
     def _slow_decode(self, start: int, end: int) -> Any:
         data = byte_view(self.storage)[start:end]
         try:
-            return loads(data, self.allow_nan)
+            return second_look(data, self.allow_nan)  # every caller tried fast_loads first
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 

@@ -34,7 +34,7 @@ from itertools import islice
 from typing import Any, BinaryIO
 
 from .badlines import BadLineWarning, check_policy
-from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
+from .decode import DECODE_ERRORS, excerpt, fast_loads, second_look
 from .document import is_array_document, is_json_name
 from .errors import InvalidArgumentError, RecordDecodeError, require
 from .index.elements import iter_elements
@@ -142,7 +142,7 @@ def decode_line(path: str, lineno: int, start: int, body: bytes, allow_nan: bool
         return fast_loads(body)
     except DECODE_ERRORS:
         try:
-            return loads(body, allow_nan)
+            return second_look(body, allow_nan)
         except ValueError as exc:
             raise RecordDecodeError(path, lineno, start, excerpt(body), str(exc)) from None
 
