@@ -182,7 +182,7 @@ def test_duplicate_keys_keep_the_last_value_on_every_path(tmp_path: Path) -> Non
         b'{"a": NaN, "a": "NaN", "b": Infinity, "b": -Infinity}',
     ]
     path = tmp_path / "dup.jsonl"
-    path.write_bytes(b"\n".join(lines))
+    path.write_bytes(b"\n".join(lines) + b"\n")
     want = [json.loads(line) for line in lines]
     assert want[3]["id"] == 2**64 and want[4] == {"a": "NaN", "b": -math.inf}
     check_every_path(path, lines, want)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 
 from sjsonl import JSONLDataset, RecordDecodeError
 
@@ -52,9 +54,16 @@ def _suite(shared_data, prefix):
 
 
 def _as_jsonl(tmp_path, src):
-    dst = tmp_path / (src.stem + ".jsonl")
-    dst.write_bytes(src.read_bytes())
-    return dst
+    return _settled(tmp_path / (src.stem + ".jsonl"), src.read_bytes())
+
+
+def _settled(path, data: bytes):
+    """``data`` written to ``path`` as a finished file: its mtime a minute back, so a last line without a
+    line ending is a record, not a line a writer is still at (sjsonl.index.append.complete_lines)."""
+    path.write_bytes(data)
+    past = time.time() - 60
+    os.utime(path, (past, past))
+    return path
 
 
 # n_ cases whose bytes hold no record once read as JSON Lines: empty, whitespace or a lone BOM.
@@ -152,8 +161,7 @@ def test_json_test_suite_arrays_as_json_documents(shared_data, tmp_path):
         encoding = NOT_JSON_LOADS.get(src.name) in ("UTF-16", "CESU-8")
         if raw.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] != b"[" or encoding:
             continue
-        doc = tmp_path / src.name
-        doc.write_bytes(raw)
+        doc = _settled(tmp_path / src.name, raw)
         want = _json_loads(raw)
         got = _read(lambda doc=doc: list(JSONLDataset(doc)))
         assert same(got, want), src.name
