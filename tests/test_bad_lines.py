@@ -15,7 +15,7 @@ from sjsonl import JSONLDataset, RecordDecodeError
 from sjsonl.badlines import BadLineWarning, badlines_path, find_bad_lines
 from sjsonl.sidecar import read_sidecar
 
-BAD = [b"{oops", b'{"a": NaN}', b'{"t": "\xff"}', b"[1, 2", b'{"a": 1} trailing', b"tru"]
+BAD = [b"{oops", b'{"a": nan}', b'{"t": "\xff"}', b"[1, 2", b'{"a": 1} trailing', b"tru"]
 
 
 def corpus(tmp_path, n: int = 1000, n_bad: int = 3, seed: int = 0, blank_every: int = 0):

@@ -45,7 +45,7 @@ class BadLineWarning(UserWarning):
 
 
 MAX_REPORTED = 10_000
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: NaN/Infinity are good records unless allow_nan=False (the key says which)
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _chunk(f: Any, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
     for k, (start, end) in enumerate(zip(starts, ends)):
         data = buf[start:end]
         try:
-            loads(data)
+            loads(data, f.allow_nan)
         except ValueError as exc:
             bad.append((lo + k, start, str(exc), excerpt(data)))
     return bad
@@ -115,7 +115,7 @@ def bad_lines_of(
     """The bad lines of ``f``, from its ``.badlines`` sidecar when it matches the index, else computed
     and saved there (with ``policy``)."""
     where = badlines_path(f.index_path) if f.index_path else None
-    key = index_key(f, CACHE_VERSION)
+    key = {**index_key(f, CACHE_VERSION), "allow_nan": f.allow_nan}
     saved = read_sidecar(where, key) if where else None
     if saved is not None:
         return [BadLine(f.path, *row) for row in saved["bad"]]
