@@ -258,8 +258,8 @@ class JSONLDataset(Views, HFSurface):
                     end = bounds[i + 1]
                 try:
                     return fast_loads(buf[start:end])
-                except DECODE_ERRORS:
-                    return self._single.record(i)  # type: ignore[union-attr]  # locates the error
+                except DECODE_ERRORS:  # NaN (json.loads reads it), or an error to locate
+                    return self._single._slow_decode(int(start), int(end))  # type: ignore[union-attr]
             if self._order is not None:
                 i = self._order[i]
             f, j = self._locate(i)
