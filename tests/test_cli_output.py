@@ -26,12 +26,6 @@ LINES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _indexes_beside_the_data(monkeypatch):
-    # what a user has by default: each index beside its data file (conftest may set an index directory)
-    monkeypatch.delenv("SJSONL_INDEX_DIR", raising=False)
-
-
 @pytest.fixture
 def data(tmp_path):
     path = tmp_path / "in.jsonl"

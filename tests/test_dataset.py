@@ -18,7 +18,6 @@ from .conftest import run_unprivileged
 
 def test_seed_readme_example_verbatim(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     data_dir = tmp_path / "data" / "path" / "to" / "my"
     data_dir.mkdir(parents=True)
     write_corpus(data_dir / "data.jsonl", 12_000, kind="short", seed=3)

@@ -248,7 +248,6 @@ def test_hf_reads_a_folder_sjsonl_indexed_exactly_as_before(tmp_path: Path, monk
 
     If this fails only because ``*.index.meta.json`` files exist, it passes once the index metadata moves
     into the ``.index.npy`` trailer (index format change by another engineer)."""
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     _write(tmp_path, LAYOUTS["train test validation"])
     cache = str(tmp_path.parent / (tmp_path.name + "-hf"))
     before = _rows(datasets.load_dataset(str(tmp_path), cache_dir=cache + "1"), False)
