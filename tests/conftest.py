@@ -45,12 +45,11 @@ def missing(msg: str, required_by: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_index_cache(tmp_path_factory, monkeypatch):
-    """Every index goes to a temp dir by default: never into ~/.cache, and never into ../shared/data
-    (CI runs as root, which may write even where the permission bits say no). Tests of the default
-    placement beside the data call ``monkeypatch.delenv("SJSONL_INDEX_DIR")`` themselves."""
+def _private_cache(tmp_path_factory, monkeypatch):
+    """The private index cache (``$XDG_CACHE_HOME/sjsonl``) is a temp dir per test, never ~/.cache. No
+    index directory is set: indexes go where they go for users — beside the data, or to the cache when
+    that place is read-only (../shared/data is, even for root: sjsonl honours the mode bits)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv("SJSONL_INDEX_DIR", str(tmp_path_factory.mktemp("index")))
 
 
 def write_bytes(path: Path, data: bytes) -> Path:

@@ -30,11 +30,6 @@ LOOKALIKES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _indexes_beside_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SJSONL_INDEX_DIR", raising=False)
-
-
 def _folder(tmp_path: Path) -> tuple[Path, list[Path]]:
     """A folder of lookalike data files, each indexed (plain and compact, with sidecars), plus a gzip
     file's seek points, temp files of atomic writes and a format-1 metadata file."""

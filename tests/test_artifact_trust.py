@@ -118,7 +118,7 @@ def test_every_sidecar_starts_with_its_magic(tmp_path: Path) -> None:
 def _forge_bad_lines(ds: JSONLDataset, records: list[int], lines: list[int]) -> None:
     """A .badlines file with these contents and a valid checksum and key (as a person with a tool could)."""
     f = ds._files[0]
-    key = index_key(f, CACHE_VERSION, skipped=False)
+    key = {**index_key(f, CACHE_VERSION, skipped=False), "allow_nan": f.allow_nan}
     body = (struct.pack("<QQ", len(records), len(lines)), np.array(records + lines, "<i8"))
     assert write_sidecar(badlines_path(f.index_path), BADLINES_MAGIC, key, *body)
 

@@ -18,7 +18,7 @@ from sjsonl import JSONLDataset, RecordDecodeError
 from sjsonl.badlines import BADLINES_MAGIC, BadLineWarning, badlines_path, find_bad_lines
 from sjsonl.sidecar import index_key, read_sidecar
 
-BAD = [b"{oops", b'{"a": NaN}', b'{"t": "\xff"}', b"[1, 2", b'{"a": 1} trailing', b"tru"]
+BAD = [b"{oops", b'{"a": nan}', b'{"t": "\xff"}', b"[1, 2", b'{"a": 1} trailing', b"tru"]
 
 
 def corpus(tmp_path, n: int = 1000, n_bad: int = 3, seed: int = 0, blank_every: int = 0):
@@ -81,9 +81,8 @@ def test_the_index_remembers_the_bad_lines(tmp_path, monkeypatch):
     ds = JSONLDataset(path, on_bad_lines="skip")
     side = badlines_path(ds.index_paths[0])
     assert os.path.exists(side)
-    saved = read_sidecar(
-        side, BADLINES_MAGIC, index_key(ds._files[0], sjsonl.badlines.CACHE_VERSION, skipped=False)
-    )
+    key = {**index_key(ds._files[0], sjsonl.badlines.CACHE_VERSION, skipped=False), "allow_nan": True}
+    saved = read_sidecar(side, BADLINES_MAGIC, key)
     m, k = struct.unpack_from("<QQ", saved)
     assert (m, k) == (3, 3) and np.frombuffer(saved, "<i8", m + k, 16)[m:].tolist() == bad_lines
     # a second open reads it: no second parse of the file

@@ -58,7 +58,6 @@ def test_clear_errors(tmp_path):
 
 
 def test_demo_runs(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")  # the demo shows the default: the index beside the data
     out = sjsonl("demo", "--dir", tmp_path, "--records", 3000).stdout
     assert "3,000 records" in out and "µs per record" in out and (tmp_path / "sample.index.npy").exists()
 

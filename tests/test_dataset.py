@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing as mp
 import pickle
 
@@ -17,7 +18,6 @@ from .conftest import run_unprivileged
 
 def test_seed_readme_example_verbatim(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     data_dir = tmp_path / "data" / "path" / "to" / "my"
     data_dir.mkdir(parents=True)
     write_corpus(data_dir / "data.jsonl", 12_000, kind="short", seed=3)
@@ -139,14 +139,16 @@ def test_invalid_utf8_is_a_decode_error(tmp_path):
         JSONLDataset(path)[1]
 
 
-def test_nan_and_infinity_are_rejected(tmp_path):
+def test_nan_and_infinity_read_as_json_loads_reads_them_unless_allow_nan_is_false(tmp_path):
     path = tmp_path / "nan.jsonl"
     path.write_bytes(b"[NaN]\n[Infinity]\n[-Infinity]\n[1e400]\n")
     ds = JSONLDataset(path)
+    assert math.isnan(ds[0][0]) and ds[1:] == [[math.inf], [-math.inf], [math.inf]]
+    strict = JSONLDataset(path, allow_nan=False)
     for i in range(3):
-        with pytest.raises(RecordDecodeError):
-            ds[i]
-    assert ds[3] == [float("inf")]  # a valid JSON number too large for a double: what json.loads gives
+        with pytest.raises(RecordDecodeError, match="allow_nan=False"):
+            strict[i]
+    assert strict[3] == [math.inf]  # a valid JSON number too large for a double: what json.loads gives
 
 
 def test_check_reports_bad_lines(tmp_path):

@@ -95,13 +95,24 @@ LAYOUTS: dict[str, dict[str, Any]] = {
     "json array document": {"train.json": b'[{"a": 1}, {"a": 2}, {"a": 3}]'},
     "pretty json array document": {"train.json": json.dumps(ROWS, indent=2).encode()},
     "rows under a field": {"train.json": json.dumps({"v": "1", "data": ROWS, "n": [1]}, indent=1).encode()},
+    # the key twice: json.loads — and 🤗 — keep the last list
+    "rows under a field held twice": {
+        "train.json": b'{"data": '
+        + json.dumps(SPARSE).encode()
+        + b', "v": "1", "data": '
+        + json.dumps(ROWS, indent=1).encode()
+        + b"}"
+    },
     "type conflict": {"train.jsonl": [{"x": 1}, {"x": "s"}]},
 }
 
 # (layout, call) -> why sjsonl differs (each is listed in the README too)
 KNOWN: dict[tuple[str, str], str] = {}
 #: layout -> keywords every call on it passes
-LAYOUT_KW: dict[str, dict[str, Any]] = {"rows under a field": {"field": "data"}}
+LAYOUT_KW: dict[str, dict[str, Any]] = {
+    "rows under a field": {"field": "data"},
+    "rows under a field held twice": {"field": "data"},
+}
 
 
 COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
@@ -237,7 +248,6 @@ def test_hf_reads_a_folder_sjsonl_indexed_exactly_as_before(tmp_path: Path, monk
 
     If this fails only because ``*.index.meta.json`` files exist, it passes once the index metadata moves
     into the ``.index.npy`` trailer (index format change by another engineer)."""
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     _write(tmp_path, LAYOUTS["train test validation"])
     cache = str(tmp_path.parent / (tmp_path.name + "-hf"))
     before = _rows(datasets.load_dataset(str(tmp_path), cache_dir=cache + "1"), False)

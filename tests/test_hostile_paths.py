@@ -35,7 +35,6 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     ("path", "kind"), [("/dev/zero", "a character device"), ("/proc/self/status", "a /proc pseudo-file")]
 )
 def test_devices_and_proc_files_are_refused_and_nothing_is_written(path, kind, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     before = set(os.listdir(os.path.dirname(path)))
     with pytest.raises(DataFileError, match="not a regular file") as err:
         JSONLDataset(path)

@@ -24,7 +24,6 @@ def _lines(path):
 
 
 def test_index_beside_data_is_one_file(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     path = tmp_path / "train.jsonl"
     path.write_bytes(b"1\n2\n")
     ds = JSONLDataset(path)
@@ -89,7 +88,6 @@ def test_stale_index_detected_and_rebuilt(tmp_path, change):
 
 
 def test_data_file_never_modified(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     path = tmp_path / "d.jsonl"
     write_corpus(path, 3000, kind="short")
     os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
@@ -116,7 +114,6 @@ print("done")
 
 
 def test_concurrent_builders_both_succeed(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     path = tmp_path / "d.jsonl"
     write_corpus(path, 200_000, kind="short")
     procs = [
@@ -133,7 +130,6 @@ def test_concurrent_builders_both_succeed(tmp_path, monkeypatch):
 
 
 def test_sigkill_during_write_never_leaves_a_torn_index(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     path = tmp_path / "d.jsonl"
     write_corpus(path, 400_000, kind="short")
     expected = JSONLIndexer(path)
@@ -152,7 +148,6 @@ def test_sigkill_during_write_never_leaves_a_torn_index(tmp_path, monkeypatch):
 
 
 def test_index_of_a_namesake_is_never_used(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     (tmp_path / "data.jsonl").write_bytes(b"1\n2\n")
     (tmp_path / "data.json").write_bytes(b"3\n4\n")  # same size, same stem: data.index.npy for both
     assert list(JSONLDataset(tmp_path / "data.jsonl")) == [1, 2]

@@ -25,7 +25,6 @@ from .conftest import run_unprivileged
 @pytest.fixture
 def data(tmp_path, monkeypatch):
     """A file of numbered records with its index beside it."""
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     path = tmp_path / "d.jsonl"
     path.write_bytes(b"".join(b'{"id": %d}\n' % i for i in range(1000)))
     ds = JSONLDataset(path)
@@ -133,7 +132,6 @@ def test_damaged_index_files_are_detected_and_rebuilt(data, damage):
 
 
 def test_a_directory_or_fifo_where_the_index_goes_never_blocks_or_fails_the_open(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     path = tmp_path / "d.jsonl"
     path.write_bytes(b"1\n2\n")
     (tmp_path / "d.index.npy").mkdir()
@@ -202,7 +200,6 @@ def test_another_users_planted_index_is_never_read(tmp_path, monkeypatch, recwar
 
 
 def test_a_group_writable_data_directory_is_not_an_index_place(tmp_path, monkeypatch, recwarn):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     folder = tmp_path / "project"
     folder.mkdir()
@@ -238,7 +235,6 @@ def test_an_index_place_that_is_the_data_file_is_refused(tmp_path, where):
 
 
 def test_temp_files_of_killed_writers_are_removed(tmp_path, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     from sjsonl.index import store
 
     path = tmp_path / "d.jsonl"

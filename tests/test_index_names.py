@@ -31,11 +31,6 @@ from sjsonl.schema import infer_schema, schema_cache_path
 ROWS = b'{"a": 1}\n{oops\n{"a": 3}\n'
 
 
-@pytest.fixture(autouse=True)
-def _indexes_go_beside_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SJSONL_INDEX_DIR", raising=False)
-
-
 def _derived(index_path: str) -> list[str]:
     return [
         index_path,

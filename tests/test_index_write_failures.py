@@ -33,7 +33,6 @@ def records(n: int, start: int = 0) -> bytes:
 
 @pytest.fixture(autouse=True)
 def _default_placement(monkeypatch, tmp_path):
-    monkeypatch.delenv("SJSONL_INDEX_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
 
 

@@ -69,8 +69,8 @@ def pairs(shared_data: Path) -> dict[str, tuple[Path, Path]]:
 @pytest.fixture(scope="module")
 def expected(pairs, tmp_path_factory) -> dict[str, dict[str, list[bytes]]]:
     """Each split's rows in file order, converted without MindSpore (checked against MindSpore below)."""
-    # A module fixture runs before the function-scoped autouse one that sets SJSONL_INDEX_DIR: name an index
-    # directory explicitly, or the indexes would land beside the shared data.
+    # A module fixture runs before the function-scoped autouse one that points the private cache at a temp
+    # dir: name an index directory explicitly (the shared data's own is read-only).
     index_dir = tmp_path_factory.mktemp("index")
     out = {}
     for name, (a, b) in pairs.items():

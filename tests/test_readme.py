@@ -12,7 +12,6 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, capsys):
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SJSONL_INDEX_DIR")  # the README shows the default: the index beside the data
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(README), "exec"), namespace)

@@ -31,7 +31,6 @@ def test_a_late_float_makes_the_column_float(tmp_path: Path) -> None:
 
 
 def test_cache_is_beside_the_index_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SJSONL_INDEX_DIR")  # the default place: beside the data
     ds = JSONLDataset(_write(tmp_path / "d.jsonl", [{"a": 1}, {"a": [1]}]))
     first = infer_schema(ds)
     cache = Path(schema_cache_path(ds.index_paths[0]))

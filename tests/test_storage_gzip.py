@@ -47,7 +47,6 @@ def test_human_eval_gz_matches_its_decompressed_twin(shared_data):
 
 
 def test_index_beside_a_gz_file_never_collides_with_its_namesake(corpus, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     gz, raw = corpus
     plain = gz.with_suffix("")  # data.jsonl, beside data.jsonl.gz
     a, b = JSONLDataset(gz), JSONLDataset(plain)

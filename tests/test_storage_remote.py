@@ -43,7 +43,6 @@ def test_every_record_equals_the_source(bucket, raw):
 
 
 def test_default_index_place_is_the_user_cache(bucket, raw, monkeypatch, tmp_path):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     url_a = bucket.put("a/train.jsonl", raw)
     url_b = bucket.put("b/train.jsonl", raw[: raw.index(b"\n") + 1])  # same name, other object

@@ -52,7 +52,6 @@ def test_fork_and_pickle_safety(corpus) -> None:
 
 
 def test_an_archive_is_its_data_members_in_name_order(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv("SJSONL_INDEX_DIR")  # indexes beside the archive, named by member
     members = {
         "b.jsonl": b'{"f": "b"}\n',
         "a/x.jsonl": b'{"f": "a/x"}\n{"f": "a/x2"}\n',

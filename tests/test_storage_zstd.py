@@ -66,7 +66,6 @@ def test_plain_zstd_is_refused_with_a_recompression_recipe(corpus, tmp_path):
 
 
 def test_index_name_keeps_the_zst_suffix(corpus, monkeypatch):
-    monkeypatch.delenv("SJSONL_INDEX_DIR")
     zst, _raw = corpus
     assert JSONLDataset(zst).index_paths == [str(zst) + ".index.npy"]
     assert JSONLDataset(zst.with_suffix("")).index_paths == [str(zst.parent / "data.index.npy")]

@@ -19,11 +19,6 @@ from sjsonl.storage.zip import ZipMemberFile, zip_members
 ROWS = b"".join(b'{"id": %d, "text": "row %05d"}\n' % (i, i) for i in range(2000))
 
 
-@pytest.fixture(autouse=True)
-def _indexes_beside_the_archive(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SJSONL_INDEX_DIR", raising=False)
-
-
 def write_zip(path: Path, members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zipfile warns about a duplicate name: that is the point

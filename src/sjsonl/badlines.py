@@ -54,7 +54,7 @@ class BadLineWarning(UserWarning):
 #: Bad lines per file whose line numbers are kept (in memory and beside the index); later ones are counted
 #: when asked for.
 MAX_REPORTED = 10_000
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: the sidecar container; 2: NaN/Infinity are good records unless allow_nan=False
 #: The first bytes of a ``.badlines`` file (see :mod:`sjsonl.sidecar`).
 BADLINES_MAGIC = b"SJSONLbl"
 _COUNTS = struct.Struct("<QQ")  # bad records, line numbers kept
@@ -200,19 +200,19 @@ def _describe(f: Any, record: int) -> tuple[int, str, str]:
     start, end = f.span(record)
     data = byte_view(f.storage)[start:end]
     try:
-        loads(data)
+        loads(data, f.allow_nan)
     except ValueError as exc:
         return start, str(exc), excerpt(data)
     return start, "listed as a bad line, but it parses now", excerpt(data)
 
 
-def _is_bad(data: Any) -> bool:
+def _is_bad(data: Any, allow_nan: bool) -> bool:
     """Whether a record is not valid JSON: :func:`~sjsonl.decode.loads`'s verdict, without its reason."""
     try:
         fast_loads(data)
     except DECODE_ERRORS:
         try:
-            fallback_loads(data)
+            fallback_loads(data, allow_nan)
         except ValueError:
             return True
     return False
@@ -228,7 +228,7 @@ def _chunk(f: Any, lo: int, hi: int) -> np.ndarray:
         bounds = f.offsets[a : b + 1].tolist()
         if b == f.n:
             bounds.append(int(f.end))
-        bad = [a + k for k in range(b - a) if _is_bad(buf[bounds[k] : bounds[k + 1]])]
+        bad = [a + k for k in range(b - a) if _is_bad(buf[bounds[k] : bounds[k + 1]], f.allow_nan)]
         if bad:
             found.append(np.array(bad, dtype=np.int64))
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
@@ -261,7 +261,7 @@ def _checked(f: Any, body: memoryview) -> BadLines:
     for j in np.unique(np.linspace(0, m - 1, min(m, _SPOT_CHECKS)).astype(np.int64)).tolist():
         start, end = f.span(int(records[j]))
         try:
-            loads(byte_view(f.storage)[start:end])
+            loads(byte_view(f.storage)[start:end], f.allow_nan)
         except ValueError:
             continue
         raise ValueError(f"record {int(records[j])} is listed as bad but parses")
@@ -272,7 +272,8 @@ def bad_lines_of(f: Any, workers: int | None = None, progress: bool | None = Non
     """The bad lines of ``f``, from its ``.badlines`` sidecar when it is this index's and passes its
     checks, else found by parsing every record and saved there."""
     where = badlines_path(f.index_path) if f.index_path else None
-    key = index_key(f, CACHE_VERSION, skipped=False)  # (what it finds is what is skipped)
+    # (what it finds is what is skipped; NaN and Infinity are bad lines only with allow_nan=False)
+    key = {**index_key(f, CACHE_VERSION, skipped=False), "allow_nan": f.allow_nan}
     if where:
         saved = read_sidecar(where, BADLINES_MAGIC, key, lambda body: _checked(f, body))
         if saved is not None:

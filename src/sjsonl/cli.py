@@ -7,7 +7,8 @@ Example:
     $ sjsonl filter data.jsonl "meta.lang == 'en'" -o en.jsonl
 
 Exit status: 0 success, 1 failure (an unreadable file, bad lines found), 2 usage error (argparse, a
-refused filter expression), 130 on Ctrl-C, and 141 (128 + SIGPIPE, what the shell reports for ``cat``
+refused filter expression, a refused output file: an input, one of its index files, or an existing file
+without ``--force``), 130 on Ctrl-C, and 141 (128 + SIGPIPE, what the shell reports for ``cat``
 or ``seq``) when the reader of stdout goes away early — quietly, as in ``sjsonl head f | head -1``.
 """
 
@@ -143,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
             help="show progress bars on stderr (default: only for large files, on a terminal)",
         )
 
+    def force(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--force",
+            action="store_true",
+            help="replace the output file if it exists (never an input or one of its index files)",
+        )
+
     def workers(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--workers", type=positive_int, default=None, help="parallel workers (default: all cores)"
@@ -248,27 +256,53 @@ def build_parser() -> argparse.ArgumentParser:
         help="look at N evenly spaced records (default: all up to 200,000 records, else 100,000)",
     )
     p.add_argument(
-        "--plot", metavar="PNG", default=None, help="also write a matplotlib figure (default: none)"
+        "--plot",
+        metavar="PNG",
+        default=None,
+        help="also write a matplotlib figure, format from the extension (default: none)",
     )
+    force(p)
     progress(p)
     p.set_defaults(func=run_stats)
 
     p = add(
         "filter",
-        "write the lines whose record matches EXPR to OUT, unchanged (fields, dotted paths, [key], "
-        "== != < <= > >= in, and/or/not, len(), str methods; a missing field is None)",
+        "write the records that match EXPR to OUT as JSON Lines (fields, dotted paths, [key], "
+        "== != < <= > >= in, and/or/not, len(), str methods; a missing field is None). A JSON Lines "
+        "record keeps its bytes; an element of a JSON document (a .json array, --field) becomes one "
+        "compact line",
         "filter data.jsonl \"meta.lang == 'en' and len(text) > 100\" -o en.jsonl",
         "filter data.jsonl \"tags[0] in ['a', 'b'] or title.startswith('How')\" -o out.jsonl",
+        'filter squad.json --field data "len(title) > 10" -o long.jsonl',
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument("expr", metavar="EXPR")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the new file (written atomically)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="the new file, written atomically; never the input or one of its index files",
+    )
+    p.add_argument(
+        "--field",
+        default=None,
+        metavar="KEY",
+        help="the records are the list under this key of FILE, a JSON object, as load_dataset's field= "
+        "(default: a .json array's elements, else the lines)",
+    )
     p.add_argument("--on-bad-lines", choices=BAD_LINE_POLICIES, default="error", help="lines not JSON")
+    force(p)
     progress(p)
     p.set_defaults(func=cmd_filter)
 
     p = add("demo", "generate a sample corpus, index it and show random access and its speed", "demo")
-    p.add_argument("--dir", default=None, help="where to write the sample (default: a temp directory)")
+    p.add_argument(
+        "--dir",
+        default=None,
+        help="where to write the sample: sample.jsonl, or sample-N.jsonl when that exists (default: a "
+        "temp directory)",
+    )
     p.add_argument("--records", type=positive_int, default=200_000, help="records to generate")
     p.set_defaults(func=cmd_demo)
     return parser

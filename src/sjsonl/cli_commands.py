@@ -85,8 +85,12 @@ def resolve_indices(specs: Sequence[int | slice], n: int, name: str) -> list[int
 
 def _emit(records: Iterable[Any], pretty: bool = False) -> None:
     """Write each record to stdout as JSON (indented when ``pretty``), one document a line."""
+    indent = 2 if pretty else None
     for rec in records:
-        sys.stdout.write(json.dumps(rec, indent=2 if pretty else None, ensure_ascii=False) + "\n")
+        try:
+            sys.stdout.write(json.dumps(rec, indent=indent, ensure_ascii=False) + "\n")
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800"), or stdout is not UTF-8: escape as \uXXXX
+            sys.stdout.write(json.dumps(rec, indent=indent) + "\n")
 
 
 def print_index_report(report: IndexReport, policy: str | None) -> None:
@@ -197,33 +201,23 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
-def _same(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` are the same file (False when either cannot be looked at)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def cmd_filter(args: argparse.Namespace) -> int:
-    """``sjsonl filter``: write the lines whose record matches a safe expression, bytes unchanged."""
-    from .expr import ExprError, compile_expr, write_matching
+    """``sjsonl filter``: write the records that match a safe expression as JSON Lines (a JSON Lines
+    record's bytes unchanged, a JSON document's element as one compact line)."""
+    from .cli_output import OutputGuard, write_matching
+    from .expr import ExprError, compile_expr
 
     try:
         match = compile_expr(args.expr)
     except ExprError as exc:
         error(f"invalid filter expression: {exc.reason}\n{exc.pointer()}")
         return 2
-    ds = JSONLDataset(args.file, index_dir=args.index_dir, on_bad_lines=args.on_bad_lines)
-    out = os.path.realpath(args.output)
-    protected = [os.path.realpath(p) for p in [*ds.files, *ds.index_paths] if p]
-    if out in protected or (os.path.exists(out) and any(_same(out, p) for p in protected)):
-        error(f"refusing to write to {args.output}: it is the input (or its index); choose another -o")
-        return 1
-    if os.path.isdir(out):
-        error(f"-o {args.output} is a directory; give a file name")
-        return 1
-    matched = write_matching(ds, match, out, args.progress)
+    ds = JSONLDataset(args.file, index_dir=args.index_dir, field=args.field, on_bad_lines=args.on_bad_lines)
+    refusal = OutputGuard(ds, args.index_dir).refusal(args.output, "-o", force=args.force)
+    if refusal:
+        error(refusal)
+        return 2
+    matched = write_matching(ds, match, args.output, replace=args.force, progress=args.progress)
     print(f"{matched:,} of {plural(len(ds), 'record')} matched -> {args.output}")
     return 0
 

@@ -22,6 +22,7 @@ import numpy as np
 from ._progress import Progress
 from .badlines import as_dict, find_bad_lines
 from .cli_commands import clean, error, human_bytes, plural, size_summary
+from .cli_output import OutputGuard, output_file
 from .dataset import JSONLDataset
 from .errors import SJSONLError
 
@@ -197,8 +198,18 @@ def report(path: str, sizes: np.ndarray, fs: dict[str, Any], total: int) -> list
     return [*out, "", *histogram(sizes)]
 
 
-def plot(out: str, sizes: np.ndarray, fs: dict[str, Any]) -> None:
-    """Write the size histogram and field presence as a figure (matplotlib, Agg backend)."""
+def plot_format(out: str) -> str | None:
+    """The figure format ``out``'s extension names (none: PNG, as matplotlib's default), ``None`` if
+    matplotlib cannot write it."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = os.path.splitext(out)[1][1:].lower() or "png"
+    return fmt if fmt in FigureCanvasBase.get_supported_filetypes() else None
+
+
+def plot(out: str, sizes: np.ndarray, fs: dict[str, Any], *, replace: bool = False) -> None:
+    """Write the size histogram and field presence as a figure (matplotlib, Agg backend), atomically
+    (``replace``: also over an existing file)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed, and never a GUI window
@@ -216,8 +227,11 @@ def plot(out: str, sizes: np.ndarray, fs: dict[str, Any]) -> None:
     b.barh(names[::-1], [100 * fs["present"][k] / max(1, fs["seen"]) for k in names[::-1]])
     b.set(title="field presence", xlabel="% of records", xlim=(0, 100))
     fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    try:
+        with output_file(out, "--plot", replace=replace) as f:
+            fig.savefig(f, format=plot_format(out))
+    finally:
+        plt.close(fig)
 
 
 def _counted(records: Iterator[Any], bar: Progress, step: int) -> Iterator[Any]:
@@ -235,7 +249,16 @@ def run_stats(args: argparse.Namespace) -> int:
         except ImportError:
             error("--plot needs matplotlib, which is not installed (pip install matplotlib)")
             return 1
+        if plot_format(args.plot) is None:
+            kind = os.path.splitext(args.plot)[1]
+            error(f"--plot {args.plot}: matplotlib cannot write {kind} files; name a .png, .svg or .pdf file")
+            return 2
     ds = JSONLDataset(args.file, index_dir=args.index_dir, progress=args.progress)
+    if args.plot:
+        refusal = OutputGuard(ds, args.index_dir).refusal(args.plot, "--plot", force=args.force)
+        if refusal:
+            error(refusal)
+            return 2
     n, sizes = len(ds), ds.record_sizes()
     k = min(n, args.sample or (n if n <= ALL_RECORDS_UP_TO else DEFAULT_SAMPLE))
     records = (
@@ -248,6 +271,6 @@ def run_stats(args: argparse.Namespace) -> int:
     bar.close()
     print("\n".join(report(ds.files[0], sizes, fs, n)))
     if args.plot:
-        plot(args.plot, sizes, fs)
+        plot(args.plot, sizes, fs, replace=args.force)
         print(f"plot -> {args.plot}")
     return 0

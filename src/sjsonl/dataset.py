@@ -73,6 +73,9 @@ class JSONLDataset(Views, HFSurface):
             lacks. See :mod:`sjsonl.fields`.
         schema: decode every record as this type (a ``msgspec.Struct``, dataclass or ``TypedDict``),
             validated while decoding; a mismatch raises, naming the file, line and field.
+        allow_nan: ``NaN``, ``Infinity`` and ``-Infinity`` (what ``json.dumps`` writes for float nan and
+            inf) read as floats, as ``json.loads`` reads them (the default); ``False`` refuses them with
+            the located :class:`~sjsonl.errors.RecordDecodeError` (strict RFC 8259 JSON).
         executor: build the missing indexes first, one task per file on this
             :class:`concurrent.futures.Executor` (a process pool, a Dask ``client.get_executor()``): see
             :func:`sjsonl.build_indexes`, which this calls with ``index_dir``, ``workers`` and the rest.
@@ -113,6 +116,7 @@ class JSONLDataset(Views, HFSurface):
         schema: type | None = None,
         executor: Executor | None = None,
         compact: bool | None = None,
+        allow_nan: bool = True,
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
@@ -127,12 +131,16 @@ class JSONLDataset(Views, HFSurface):
         if fields is not None and schema is not None:
             raise InvalidArgumentError("give fields= or schema=, not both (a schema names its fields)")
         self._transform = transform
+        self._allow_nan = allow_nan
         self._decode: Callable[[Any], Any] | None = None  # a partial or typed decoder (sjsonl.fields)
-        if fields is not None or schema is not None:
-            self._decode = FieldProjection(fields, missing) if fields is not None else TypedDecoder(schema)  # type: ignore[arg-type]
+        if fields is not None:
+            self._decode = FieldProjection(fields, missing, allow_nan)  # type: ignore[arg-type]
+        elif schema is not None:
+            self._decode = TypedDecoder(schema, allow_nan)
         self._opening: tuple[list, str, dict[str, Any]] = (paths, check_policy(on_bad_lines), dict(
             field=field, build_index_on_load=build_index_on_load, index_dir=index_dir, index_path=index_path,
             workers=workers, progress=progress, storage_options=storage_options, mmap=mmap, compact=compact,
+            allow_nan=allow_nan,
         ))  # fmt: skip
         self._open()
 
@@ -249,8 +257,8 @@ class JSONLDataset(Views, HFSurface):
                     end = bounds[i + 1]
                 try:
                     return fast_loads(buf[start:end])
-                except DECODE_ERRORS:
-                    return self._single.record(i)  # type: ignore[union-attr]  # locates the error
+                except DECODE_ERRORS:  # NaN (json.loads reads it), or an error to locate
+                    return self._single._slow_decode(int(start), int(end))  # type: ignore[union-attr]
             if self._order is not None:
                 i = self._order[i]
             f, j = self._locate(i)
@@ -357,7 +365,7 @@ class JSONLDataset(Views, HFSurface):
                 "transforms, select_columns or a schema"
             )
         view = copy.copy(self)
-        view._decode, view._plain = FieldProjection(fields, missing), False
+        view._decode, view._plain = FieldProjection(fields, missing, self._allow_nan), False
         return view
 
     def select_columns(self, columns: Sequence[str]) -> JSONLDataset:

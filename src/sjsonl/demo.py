@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import tempfile
@@ -17,7 +18,9 @@ from collections.abc import Callable
 import numpy as np
 import orjson
 
+from .cli_output import artifact_paths
 from .dataset import JSONLDataset
+from .index.atomic import atomic_output
 from .indexer import JSONLIndexer
 from .sample import write_corpus
 
@@ -38,15 +41,37 @@ def _wc_seconds(path: str) -> float | None:
         return None
 
 
+def new_sample_path(directory: str) -> str:
+    """``directory/sample.jsonl``, or the first ``sample-N.jsonl`` for which neither the file nor any of the
+    index files sjsonl would keep for it exists.
+
+    Example:
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> _ = open(os.path.join(d, "sample.jsonl"), "w")
+        >>> os.path.basename(new_sample_path(d))
+        'sample-1.jsonl'
+    """
+    for k in itertools.count():
+        path = os.path.join(directory, "sample.jsonl" if k == 0 else f"sample-{k}.jsonl")
+        names = [path, *(p for p, _ in artifact_paths(path, None))]
+        if not any(os.path.lexists(p) for p in names):
+            break
+    return path
+
+
 def run_demo(
     directory: str | None = None, n_records: int = 200_000, out: Callable[..., None] = print
 ) -> dict:
-    """Write ``sample.jsonl`` (generated, deterministic), index it, read it back; print what happens."""
+    """Write ``sample.jsonl`` (generated, deterministic) — or ``sample-1.jsonl``, ``-2``, … when that or one
+    of its index files exists: nothing is ever replaced — index it, read it back; print what happens."""
     directory = directory or tempfile.mkdtemp(prefix="sjsonl-demo-")
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "sample.jsonl")
-    out(f"1. generating {n_records:,} records (text and chat messages, some non-ASCII) -> {path}")
-    write_corpus(path, n_records, kind="short", seed=0)
+    path = new_sample_path(directory)
+    taken = "" if os.path.basename(path) == "sample.jsonl" else " (sample.jsonl is taken: a new name)"
+    out(f"1. generating {n_records:,} records (text and chat messages, some non-ASCII) -> {path}{taken}")
+    with atomic_output(path, replace=False) as f:
+        write_corpus(f.name, n_records, kind="short", seed=0)
     size = os.path.getsize(path)
 
     out("2. indexing: one pass records where every record starts")

@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .decode import excerpt, loads
+from .decode import excerpt, loads, second_look
 from .errors import InvalidArgumentError, RecordDecodeError, SJSONLError
 from .index import line_number_at
 from .index.elements import ARRAY, element_bytes, first_byte, layout_tag, records_end
@@ -87,7 +87,7 @@ def layouts_for(storage: Storage, field: str | None = None) -> tuple[str, ...]:
         >>> path = os.path.join(tempfile.mkdtemp(), "d.json")
         >>> _ = open(path, "w").write("[1, 2]")
         >>> layouts_for(open_storage(path)), layouts_for(open_storage(path), "rows")
-        (('json-array', ''), ('json-field:rows',))
+        (('json-array', ''), ('json-field-last:rows',))
     """
     if field is not None:
         return (layout_tag(field),)
@@ -204,7 +204,7 @@ class DocumentFile(IndexedFile):
             return super()._slow_decode(start, end)
         data = element_bytes(byte_view(self.storage)[start:end])
         try:
-            return loads(data)
+            return second_look(data, self.allow_nan)
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 

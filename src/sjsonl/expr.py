@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import ast
 import operator
-import os
-import tempfile
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -275,33 +273,3 @@ class _Compiler:
         else:
             called = "this"
         raise self.refuse(node, f"calling {called} is not allowed ({allowed})")
-
-
-def write_matching(ds: Any, match: Callable[[Any], bool], out: str, progress: bool | None = None) -> int:
-    """Write the raw lines of ``ds`` (a :class:`~sjsonl.JSONLDataset`) whose record ``match``\\ es to
-    ``out``, bytes unchanged, atomically (a temp file beside it, then ``os.replace``); return how many."""
-    from ._progress import Progress
-
-    bar = Progress(ds.nbytes, "filtering", progress)
-    step = max(1, ds.nbytes // max(1, len(ds))) * 4096
-    where, name = os.path.split(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(dir=where, prefix=f".{name}.", suffix=".tmp")
-    matched = 0
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for i, rec in enumerate(ds):
-                if bar.update and i % 4096 == 4095:
-                    bar.update(step)
-                if match(rec):
-                    fh.write(ds.raw(i) + b"\n")
-                    matched += 1
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, os.stat(out).st_mode & 0o7777 if os.path.exists(out) else 0o666 & ~mask)
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    finally:
-        bar.close()
-    return matched

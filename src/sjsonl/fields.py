@@ -6,6 +6,8 @@ record's subset, nested as in the record: ``{"meta": {"lang": "en"}}``. A missin
 ``missing``: ``"absent"`` (left out: exactly the subset), ``"none"`` (``None`` at that path) or
 ``"error"`` (the record raises, naming the field). Asking for ``meta`` and ``meta.lang`` gives ``meta``
 whole. The record is still checked whole: one that ``json.loads`` refuses raises, skipped parts included.
+Values are ``json.loads``'s: a key an object holds twice gives its last value; ``NaN``/``Infinity`` are
+floats unless ``allow_nan=False``.
 
 :class:`TypedDecoder` decodes each record as a type — a ``msgspec.Struct``, a dataclass or a
 ``TypedDict`` — validating while decoding; a mismatch raises with the field's path (``$.meta.lang``),
@@ -92,7 +94,9 @@ def _struct(tree: dict[str, Any], name: str, default: Any = msgspec.UNSET) -> ty
 class FieldProjection:
     """Decode only the fields at ``paths`` of object records (see the module)."""
 
-    def __init__(self, fields: str | Sequence[str] | Sequence[Path], missing: str = "absent") -> None:
+    def __init__(
+        self, fields: str | Sequence[str] | Sequence[Path], missing: str = "absent", allow_nan: bool = True
+    ) -> None:
         if missing not in MISSING_POLICIES:
             raise InvalidArgumentError(
                 f"missing must be one of {', '.join(MISSING_POLICIES)}, not {missing!r}"
@@ -100,6 +104,7 @@ class FieldProjection:
         dotted = isinstance(fields, str) or all(isinstance(f, str) for f in fields)
         self.paths: list[Path] = parse_paths(fields) if dotted else [tuple(p) for p in fields]  # type: ignore[arg-type]
         self.missing = missing
+        self.allow_nan = allow_nan
         self._tree = _tree(self.paths)
         self.columns = tuple(self._tree)  # the top-level fields of every record
         # missing fields left out (or None, for flat paths): the decoded struct is the answer as it is
@@ -128,8 +133,10 @@ class FieldProjection:
                 row = msgspec.to_builtins(decoded)
                 return row if self._simple else self._from_value(row, self._tree, ())
         except (msgspec.DecodeError, RecursionError):
-            pass  # not an object, a nested field that is not one, or not valid JSON: the full parse decides
-        value = loads(raw)
+            # not an object, a nested field that is not one (perhaps only a key's earlier value), or JSON
+            # msgspec declines (NaN, "\ud800", invalid): the full parse decides
+            pass
+        value = loads(raw, self.allow_nan)
         if not isinstance(value, dict):
             raise FieldMismatch(f"cannot select fields from a JSON {type(value).__name__}, not an object")
         return self._from_value(value, self._tree, ())
@@ -166,10 +173,12 @@ class FieldProjection:
         return {k: None if sub is None else self._nones(sub) for k, sub in tree.items()}
 
     def __repr__(self) -> str:  # stable across runs: caches key on it (sjsonl.transforms.filter)
-        return f"{type(self).__name__}({['.'.join(p) for p in self.paths]!r}, missing={self.missing!r})"
+        paths = [".".join(p) for p in self.paths]
+        strict = "" if self.allow_nan else ", allow_nan=False"
+        return f"{type(self).__name__}({paths!r}, missing={self.missing!r}{strict})"
 
     def __reduce__(self):  # msgspec decoders do not pickle; rebuild from the paths
-        return (FieldProjection, (self.paths, self.missing))
+        return (FieldProjection, (self.paths, self.missing, self.allow_nan))
 
 
 class Projection(FieldProjection):
@@ -181,19 +190,20 @@ class Projection(FieldProjection):
         {'id': 7, 'lang': None}
     """
 
-    def __init__(self, columns: Sequence[str]) -> None:
+    def __init__(self, columns: Sequence[str], allow_nan: bool = True) -> None:
         if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
             raise ArgumentTypeError("columns must be a list of field names")
-        super().__init__([(c,) for c in dict.fromkeys(columns)], missing="none")
+        super().__init__([(c,) for c in dict.fromkeys(columns)], missing="none", allow_nan=allow_nan)
 
     def __reduce__(self):
-        return (Projection, (list(self.columns),))
+        return (Projection, (list(self.columns), self.allow_nan))
 
 
 class TypedDecoder:
-    """Decode each record as ``schema`` (a ``msgspec.Struct``, dataclass or ``TypedDict``)."""
+    """Decode each record as ``schema`` (a ``msgspec.Struct``, dataclass or ``TypedDict``): the value is
+    ``json.loads``'s record converted to it (a key held twice gives its last value; ``NaN`` is a float)."""
 
-    def __init__(self, schema: type) -> None:
+    def __init__(self, schema: type, allow_nan: bool = True) -> None:
         try:
             self._decoder: msgspec.json.Decoder = msgspec.json.Decoder(schema)
         except TypeError as exc:
@@ -201,29 +211,26 @@ class TypedDecoder:
                 f"schema must be a msgspec Struct, a dataclass or a TypedDict: {exc}"
             ) from None
         self.schema = schema
+        self.allow_nan = allow_nan
 
     def __call__(self, raw: bytes | memoryview) -> Any:
         try:
             value = self._decoder.decode(raw)
             if valid_utf8(raw):
                 return value
-            reason = ""
-        except msgspec.ValidationError as exc:
-            reason = str(exc)
-        except (msgspec.DecodeError, RecursionError):
-            reason = ""
-        obj = loads(raw)  # invalid JSON raises here, with the parser's reason
-        if reason and "out of range" not in reason:
-            raise FieldMismatch(reason)
+        except (msgspec.DecodeError, RecursionError):  # ValidationError included
+            # msgspec validates every value of a key held twice, and takes a union's tag from its first
+            # one; it declines NaN, "\ud800" and 1e400: json.loads's value, converted, decides
+            pass
+        obj = loads(raw, self.allow_nan)  # invalid JSON raises here, with the parser's reason
         try:
-            return msgspec.convert(
-                obj, self.schema, str_keys=True
-            )  # valid JSON msgspec's reader declined (e.g. "\\ud800")
+            return msgspec.convert(obj, self.schema, str_keys=True)
         except msgspec.ValidationError as exc:
             raise FieldMismatch(str(exc)) from None
 
     def __repr__(self) -> str:
-        return f"TypedDecoder({self.schema.__module__}.{self.schema.__qualname__})"
+        strict = "" if self.allow_nan else ", allow_nan=False"
+        return f"TypedDecoder({self.schema.__module__}.{self.schema.__qualname__}{strict})"
 
     def __reduce__(self):
-        return (TypedDecoder, (self.schema,))
+        return (TypedDecoder, (self.schema, self.allow_nan))

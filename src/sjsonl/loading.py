@@ -171,6 +171,7 @@ def load_dataset(
     fields: Sequence[str] | None = None,
     missing: str = "absent",
     schema: type | None = None,
+    allow_nan: bool = True,
     **kwargs: Any,
 ) -> Any:
     """Load JSON Lines data with 🤗 ``datasets.load_dataset``'s parameters; see the module docstring.
@@ -198,8 +199,9 @@ def load_dataset(
         fill_missing: give every record every column of its split (``None`` where the key is missing), as
             🤗's Arrow tables do; the columns come from all rows (:func:`sjsonl.schema.infer_schema`, cached
             with the index). By default a record is exactly its line's JSON.
-        on_bad_lines, fields, missing, schema: as :class:`~sjsonl.dataset.JSONLDataset` (skip bad lines;
-            decode only some, possibly nested, fields; decode as a type).
+        on_bad_lines, fields, missing, schema, allow_nan: as :class:`~sjsonl.dataset.JSONLDataset` (skip
+            bad lines; decode only some, possibly nested, fields; decode as a type; ``allow_nan=False``
+            refuses ``NaN``/``Infinity``, also when streaming).
         index_dir: where to keep the indexes (as :class:`~sjsonl.dataset.JSONLDataset`).
         workers: threads for building indexes.
         storage_options: passed to fsspec for URLs in ``data_files`` (``s3://bucket/train.jsonl`` …), which
@@ -269,6 +271,7 @@ def load_dataset(
                 fields=fields,
                 missing=missing,
                 schema=schema,
+                allow_nan=allow_nan,
             )
 
         ds = open_()
@@ -280,7 +283,13 @@ def load_dataset(
         return _typed(ds) if as_hf else ds
 
     def stream(paths: list[str]) -> JSONLStream:
-        return JSONLStream(paths, storage_options=storage_options, field=field, on_bad_lines=on_bad_lines)
+        return JSONLStream(
+            paths,
+            storage_options=storage_options,
+            field=field,
+            on_bad_lines=on_bad_lines,
+            allow_nan=allow_nan,
+        )
 
     if split is None:
         return DatasetDict({s: (stream(fs) if streaming else make(fs)) for s, fs in files.items()})

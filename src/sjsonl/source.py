@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, loads
+from .decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, second_look
 from .errors import IndexFileError, RecordDecodeError, RecordFieldError, SJSONLError, StaleDataError
 from .index import line_number_at, load_or_build_index
 from .index.packed import Offsets, PackedOffsets, prefix_crc32
@@ -111,8 +111,10 @@ class IndexedFile:
         layouts: Callable[[Storage], tuple[str, ...]] | None = None,
         defer_verify: bool = False,
         compact: bool | None = None,
+        allow_nan: bool = True,
     ) -> None:
         self.storage = open_storage(path, storage_options, mmap=mmap)
+        self.allow_nan = allow_nan  # NaN/Infinity/-Infinity read as floats (json.loads), or refused
         self._index_args: dict[str, Any] = dict(  # for a rebuild, should a deferred check fail
             index_dir=None if index_dir is None else os.fspath(index_dir),
             index_path=None if index_path is None else os.fspath(index_path),
@@ -189,7 +191,7 @@ class IndexedFile:
     def _slow_decode(self, start: int, end: int) -> Any:
         data = byte_view(self.storage)[start:end]
         try:
-            return loads(data)
+            return second_look(data, self.allow_nan)  # every caller tried fast_loads first
         except ValueError as exc:
             raise self.decode_error(start, data, str(exc)) from None
 

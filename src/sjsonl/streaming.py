@@ -34,7 +34,7 @@ from itertools import islice
 from typing import Any, BinaryIO
 
 from .badlines import BadLineWarning, check_policy
-from .decode import DECODE_ERRORS, excerpt, fast_loads, loads
+from .decode import DECODE_ERRORS, excerpt, fast_loads, second_look
 from .document import is_array_document, is_json_name
 from .errors import InvalidArgumentError, RecordDecodeError, require
 from .index.elements import iter_elements
@@ -136,13 +136,13 @@ def iter_lines(
             yield path, lineno, start, body
 
 
-def decode_line(path: str, lineno: int, start: int, body: bytes) -> Any:
+def decode_line(path: str, lineno: int, start: int, body: bytes, allow_nan: bool = True) -> Any:
     """One record, or a :class:`RecordDecodeError` that says where the bad line is."""
     try:
         return fast_loads(body)
     except DECODE_ERRORS:
         try:
-            return loads(body)
+            return second_look(body, allow_nan)
         except ValueError as exc:
             raise RecordDecodeError(path, lineno, start, excerpt(body), str(exc)) from None
 
@@ -159,6 +159,8 @@ class JSONLStream:
             (left out with a :class:`~sjsonl.badlines.BadLineWarning` naming it). Views count lines, so
             ``take(n)`` of a stream with bad lines may give fewer than ``n`` records; shards stay disjoint
             and together complete.
+        allow_nan: ``False`` refuses ``NaN``/``Infinity``/``-Infinity`` (read as floats by default, as
+            ``json.loads`` does), as :class:`~sjsonl.JSONLDataset`.
 
     Views return new streams and read nothing until iterated: :meth:`shard` (records ``index``,
     ``index + num_shards``, …), :meth:`skip`, :meth:`take`, and :meth:`shuffle` (a buffered, approximate
@@ -179,11 +181,13 @@ class JSONLStream:
         storage_options: dict | None = None,
         field: str | None = None,
         on_bad_lines: str = "error",
+        allow_nan: bool = True,
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise InvalidArgumentError("JSONLStream needs at least one file")
         self._field = field
+        self._allow_nan = allow_nan
         self._on_bad_lines = check_policy(on_bad_lines)
         self._files = [os.fspath(p) if is_url(p) else resolve_path(p) for p in expand_archives(paths)]
         self._storage_options = storage_options
@@ -216,13 +220,14 @@ class JSONLStream:
                 lines = islice(lines, b, None, a)
             else:
                 lines = buffer_shuffle(lines, a, b)
+        allow_nan = self._allow_nan
         if self._on_bad_lines == "error":
             for line in lines:
-                yield decode_line(*line)
+                yield decode_line(*line, allow_nan)
             return
         for line in lines:
             try:
-                yield decode_line(*line)
+                yield decode_line(*line, allow_nan)
             except RecordDecodeError as exc:
                 if self._on_bad_lines == "warn":
                     warnings.warn(f"bad line skipped: {exc}", BadLineWarning, stacklevel=2)

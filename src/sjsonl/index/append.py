@@ -30,6 +30,7 @@ import contextlib
 import errno
 import fcntl
 import io
+import json
 import os
 import time
 from collections.abc import Callable
@@ -37,7 +38,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import orjson
 
 from .._progress import Progress
 from ..errors import IndexFileError, SJSONLError, StaleDataError
@@ -128,8 +128,8 @@ def _being_written(storage: LocalFile, last_line: bytes) -> bool:
     if time.time_ns() - storage.stat().st_mtime_ns > WRITER_SECONDS * 1e9:
         return False
     try:
-        orjson.loads(last_line)
-    except orjson.JSONDecodeError:
+        json.loads(last_line.decode("utf-8"))  # (json, not orjson: NaN and 1e400 are finished records too)
+    except ValueError:
         return True  # half a record (or a bad last line in a file just written: shown once it settles)
     return False
 

@@ -46,7 +46,9 @@ _NONE = np.zeros(0, np.int64)
 _KEY_HISTORY = 1 << 16  # bytes kept from earlier chunks while looking for the field's key
 #: layout tags stored in the index metadata ("" is JSON Lines)
 ARRAY = "json-array"
-FIELD = "json-field:"
+# "json-field-last:": the list under the LAST occurrence of the key, as json.loads reads it (the tag of
+# indexes built before, "json-field:", named the first: such an index is built again, never trusted)
+FIELD = "json-field-last:"
 
 
 class NotADocument(Exception):
@@ -146,13 +148,21 @@ def _next_non_ws(b: np.ndarray, xs: np.ndarray) -> np.ndarray:
 
 
 def scan_elements(chunks: Iterable[bytes], field: str | None = None) -> Elements:
-    """Index a JSON array document (or, with ``field``, the array under that top-level key).
+    """Index a JSON array document (or, with ``field``, the array under that top-level key — its last
+    occurrence, the one ``json.loads`` keeps).
 
     Raises :class:`NotADocument` when non-whitespace follows a top-level array (JSON Lines whose records
     are arrays), and :class:`DocumentError` for a document that cannot give rows.
+
+    Example:
+        >>> scan_elements([b'{"data": [1, 2], "data": [[3], 4]}'], field="data").starts.tolist()
+        [26, 31]
     """
-    starts, closing, size = [], 0, 0
-    for chunk, _base, found, end in scan_chunks(chunks, field):
+    starts: list[np.ndarray] = []
+    closing, size = 0, 0
+    for chunk, _base, found, end, restarted in scan_chunks(chunks, field):
+        if restarted:
+            starts = []
         starts.append(found)
         size += len(chunk)
         closing = end
@@ -163,6 +173,10 @@ def iter_elements(chunks: Iterable[bytes], field: str | None = None) -> Iterator
     """``(offset, line number, bytes)`` of each element, front to back, holding only the bytes of the
     element being read (for streams: nothing is indexed).
 
+    With ``field``, the rest of the document is read too: a later occurrence of the key (``json.loads``
+    keeps the last) raises :class:`DocumentError` once rows of an earlier one were given — a single pass
+    cannot take them back.
+
     Example:
         >>> list(iter_elements([b'[{"a": 1},\\n', b'2]']))
         [(1, 1, b'{"a": 1}'), (11, 2, b'2')]
@@ -170,7 +184,16 @@ def iter_elements(chunks: Iterable[bytes], field: str | None = None) -> Iterator
     held, held_at = b"", 0  # the bytes from the last element start on
     last: int | None = None
     line = 1  # of the last element start
-    for chunk, base, found, end in scan_chunks(chunks, field):
+    discard = False  # the element being read is of a list a later occurrence of the key replaced
+    given = False
+    for chunk, base, found, end, restarted in scan_chunks(chunks, field):
+        if restarted:
+            if given:
+                raise DocumentError(
+                    f"the JSON document holds the key {field!r} more than once: json.loads keeps the last "
+                    "list, and rows of an earlier one were already streamed; read it with an index instead"
+                )
+            discard = last is not None
         if last is None and not len(found):
             line += chunk.count(b"\n")
             continue
@@ -183,72 +206,113 @@ def iter_elements(chunks: Iterable[bytes], field: str | None = None) -> Iterator
                 line += held[: start - held_at].count(b"\n")
             elif start > last:
                 body = held[last - held_at : start - held_at]
-                yield last, line, element_bytes(body)
+                if not discard:
+                    given = True
+                    yield last, line, element_bytes(body)
+                discard = False
                 line += body.count(b"\n")
             last = start
         if last is not None and end >= 0:
-            yield last, line, held[last - held_at : end - held_at].rstrip(_WS)
-            return
+            if not discard:
+                given = True
+                yield last, line, held[last - held_at : end - held_at].rstrip(_WS)
+            if field is None:
+                return
+            line += held[last - held_at :].count(b"\n")  # read on: the key may come again
+            held, last, discard = b"", None, False
+            continue
         assert last is not None  # set above: this chunk held an element start, or an earlier one did
         held, held_at = held[last - held_at :], last
 
 
 def scan_chunks(
     chunks: Iterable[bytes], field: str | None = None
-) -> Iterator[tuple[bytes, int, np.ndarray, int]]:
-    """``(chunk, its offset, element starts in it, offset of the array's "]" or -1 while unseen)`` for
-    each chunk: the scan behind :func:`scan_elements` and :func:`iter_elements`."""
+) -> Iterator[tuple[bytes, int, np.ndarray, int, bool]]:
+    """``(chunk, its offset, element starts in it, offset of the array's "]" or -1 while unseen,
+    restarted)`` for each chunk: the scan behind :func:`scan_elements` and :func:`iter_elements`.
+
+    With ``field``, every occurrence of the top-level key is looked for, to the end of the document: the
+    rows are the list under the last one, as ``json.loads`` (and 🤗) read it. ``restarted`` says that a
+    later occurrence began in this chunk: the starts given before (earlier chunks, and this one's before
+    it) were of a list it replaces."""
     lexer = _Lexer()
     depth = 1 if field is None else 2  # the array's own depth (inside its brackets)
     opened: int | None = None  # offset of the array's "["
     end: int | None = None  # offset of its "]"
     pending = False  # the next non-whitespace byte starts an element (or closes the array)
-    want_open = False  # field: a matching key was just seen; its value must open the array
+    after_comma = False  # that byte follows a "," (not the "["): it may not be the "]"
+    trailing_comma = -1  # where a "]" followed a "," ("[1,]", which json.loads refuses)
+    want_open = False  # field: a matching key was just seen; its value starts in the next chunk
+    seen = False  # field: an occurrence of the key was found
+    no_list = False  # field: the latest occurrence of the key holds no list
     prev = b""  # up to _KEY_HISTORY bytes before the chunk: a key may start in earlier chunks
     size = 0
     for chunk in chunks:
         base = size
         size += len(chunk)
         b = np.frombuffer(chunk, np.uint8)
-        if end is not None:  # after the array: a bare array must end the document
-            if field is None and not bool(_IS_WS[b].all()):
+        if end is not None and field is None:  # after the array: a bare array must end the document
+            if not bool(_IS_WS[b].all()):
                 raise NotADocument
-            yield chunk, base, _NONE, end
+            yield chunk, base, _NONE, end, False
             continue
         pos, chars, dep = lexer.feed(chunk)
-        if opened is None:
-            if field is None:
-                at = np.flatnonzero(chars == _OPEN)[:1]
-                if not len(at):
-                    yield chunk, base, _NONE, -1
-                    continue
-                opened = int(pos[at[0]])
-                pending = True
-            else:
-                opened, want_open = _find_field(pos, chars, dep, want_open, field, lexer, prev, chunk, base)
-                if opened is None:
-                    prev = (prev + chunk)[-_KEY_HISTORY:]
-                    yield chunk, base, _NONE, -1
-                    continue
-                pending = True
-            keep = pos > opened
-            pos, chars, dep = pos[keep], chars[keep], dep[keep]
-        closes = np.flatnonzero(dep == depth - 1)
-        if len(closes):
-            end = int(pos[closes[0]])
-            pos, chars, dep = pos[: closes[0]], chars[: closes[0]], dep[: closes[0]]
-        after = pos[(chars == _COMMA) & (dep == depth)] + 1
-        if pending:
-            after = np.insert(after, 0, max(base, opened + 1))
-        local = _next_non_ws(b, after - base)
-        found = local[local < len(b)] + base
-        pending = bool(len(local)) and local[-1] >= len(b)
-        if end is not None:
-            found = found[found < end]
+        parts: list[np.ndarray] = []
+        restarted = False
+        while True:
+            if opened is None or end is not None:  # looking for the rows' "[" (field: for the key, again)
+                if field is None:
+                    at = np.flatnonzero(chars == _OPEN)[:1]
+                    if not len(at):
+                        break
+                    k = int(at[0])
+                else:
+                    found_at = _find_field(pos, chars, dep, want_open, field, lexer, prev, chunk, base)
+                    want_open = found_at == len(pos)  # the value starts in the next chunk
+                    if found_at is None or want_open:
+                        break
+                    k = found_at
+                    restarted, parts = restarted or seen, []
+                    seen = True
+                    no_list = chars[k] != _OPEN or dep[k] != 2
+                    if no_list:  # unless a later occurrence holds one, the document gives no rows
+                        opened = end = None
+                        pos, chars, dep = pos[k:], chars[k:], dep[k:]
+                        continue
+                opened, end, pending, after_comma = int(pos[k]), None, True, False
+                pos, chars, dep = pos[k + 1 :], chars[k + 1 :], dep[k + 1 :]
+            closes = np.flatnonzero(dep == depth - 1)
+            inside = int(closes[0]) if len(closes) else len(pos)
+            after = pos[:inside][(chars[:inside] == _COMMA) & (dep[:inside] == depth)] + 1
+            commas = np.ones(len(after), bool)
+            if pending:
+                after = np.insert(after, 0, max(base, opened + 1))
+                commas = np.insert(commas, 0, after_comma)
+            local = _next_non_ws(b, after - base)
+            found = local[local < len(b)] + base
+            pending = bool(len(local)) and local[-1] >= len(b)
+            after_comma = pending and bool(commas[-1])
+            if not len(closes):
+                parts.append(found)
+                break
+            end = int(pos[inside])
+            if trailing_comma < 0 and bool(commas[local + base == end].any()):
+                trailing_comma = end  # an error once the bytes are known to be one document
+            parts.append(found[found < end])
             pending = False
-            if field is None and not bool(_IS_WS[b[end - base + 1 :]].all()):
-                raise NotADocument
-        yield chunk, base, found, -1 if end is None else end
+            if field is None:
+                if not bool(_IS_WS[b[end - base + 1 :]].all()):
+                    raise NotADocument
+                break
+            pos, chars, dep = pos[inside + 1 :], chars[inside + 1 :], dep[inside + 1 :]
+        if field is not None and (opened is None or end is not None):
+            prev = (prev + chunk)[-_KEY_HISTORY:]
+        found = np.concatenate(parts) if parts else _NONE
+        yield chunk, base, found, -1 if end is None else end, restarted
+    if trailing_comma >= 0:
+        raise DocumentError(f"a trailing comma before the closing bracket at byte {trailing_comma}")
+    if no_list:
+        raise DocumentError(f"field {field!r} does not hold a list of rows")
     if end is None:
         if field is not None and opened is None:
             raise DocumentError(f"the JSON document has no top-level key {field!r} (field={field!r})")
@@ -265,21 +329,18 @@ def _find_field(
     prev: bytes,
     chunk: bytes,
     base: int,
-) -> tuple[int | None, bool]:
-    """(offset of the ``[`` that opens ``field``'s list or ``None``, whether the next chunk's first
-    structural byte must open it). Python work per top-level key only."""
+) -> int | None:
+    """Where the value of the next occurrence of the top-level key ``field`` starts, as an index into
+    ``pos``: its first structural byte (``[`` when it holds a list); ``len(pos)`` when that is in the
+    next chunk; ``None`` when the key is not among these bytes. Python work per top-level key only."""
     events = np.flatnonzero((chars == _COLON) & (dep == 1)).tolist()
     if want_open:
         events.insert(0, -1)
     for k in events:
         if k >= 0 and _key_before(int(pos[k]), lexer, prev, chunk, base) != field:
             continue
-        if k + 1 >= len(pos):
-            return None, True  # the value starts in the next chunk
-        if chars[k + 1] != _OPEN or dep[k + 1] != 2:
-            raise DocumentError(f"field {field!r} does not hold a list of rows")
-        return int(pos[k + 1]), False
-    return None, False
+        return k + 1
+    return None
 
 
 def _key_before(colon: int, lexer: _Lexer, prev: bytes, chunk: bytes, base: int) -> str | None:
@@ -360,7 +421,7 @@ def layout_tag(field: str | None) -> str:
 
     Example:
         >>> layout_tag(None), layout_tag("data")
-        ('json-array', 'json-field:data')
+        ('json-array', 'json-field-last:data')
     """
     return ARRAY if field is None else FIELD + field
 
@@ -369,7 +430,7 @@ def field_of(layout: str) -> str | None:
     """The ``field`` a layout tag names (``None`` for a bare array): :func:`layout_tag`'s inverse.
 
     Example:
-        >>> field_of("json-array"), field_of("json-field:data")
+        >>> field_of("json-array"), field_of("json-field-last:data")
         (None, 'data')
     """
     return layout[len(FIELD) :] if layout.startswith(FIELD) else None
@@ -379,7 +440,7 @@ def array_depth(layout: str) -> int:
     """The nesting depth of the rows' array: 1 inside a bare array, 2 under a field.
 
     Example:
-        >>> array_depth("json-array"), array_depth("json-field:data")
+        >>> array_depth("json-array"), array_depth("json-field-last:data")
         (1, 2)
     """
     return 1 if field_of(layout) is None else 2

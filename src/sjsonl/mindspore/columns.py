@@ -49,6 +49,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,9 +92,23 @@ class Column:
 
 def _json_text(value: Any) -> str:
     try:
-        return orjson.dumps(value).decode()
+        text = orjson.dumps(value)
     except TypeError:  # lone surrogates, ints beyond 64 bits, non-JSON 🤗 values: escaped ASCII, still exact
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+    if b"null" in text and _non_finite(value):  # orjson writes NaN and ±inf as null: json as loads reads them
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.decode()
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether a JSON value holds a float NaN or ±inf (``json.loads`` reads them from NaN/Infinity)."""
+    if type(value) is float:
+        return not math.isfinite(value)
+    if type(value) is list:
+        return any(map(_non_finite, value))
+    if type(value) is dict:
+        return any(map(_non_finite, value.values()))
+    return False
 
 
 def _clean(s: str) -> str:

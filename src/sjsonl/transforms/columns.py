@@ -200,6 +200,6 @@ def select_columns(ds: JSONLDataset, columns: str | Sequence[str]) -> JSONLDatas
         )
     if ds._transform is None:
         view = copy.copy(ds)
-        view._decode, view._plain = Projection(cols), False
+        view._decode, view._plain = Projection(cols, ds._allow_nan), False
         return view
     return ds._with_pipeline(Pipeline.of(ds._transform).then(ColumnsStage(select=cols)))
