@@ -46,6 +46,9 @@ class BadLineWarning(UserWarning):
 
 
 MAX_REPORTED = 10_000
+#: Files with this many records or more are checked in worker processes (:mod:`sjsonl.parallel`). Parsing
+#: alone is fast (about 1 µs a record), so a pool pays for its start only on large files.
+PARALLEL_MIN_RECORDS = 1_000_000
 CACHE_VERSION = 1
 
 
@@ -112,8 +115,8 @@ def _line_numbers(f: Any, offsets: list[int]) -> list[int]:
 
 def scan_file(f: Any, workers: int | None = None, progress: bool | None = None) -> list[BadLine]:
     """Every bad record of one :class:`~sjsonl.source.IndexedFile`, in file order."""
-    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
-    found = [bad for part in map_record_chunks(f, _chunk, workers, progress, "checking") for bad in part]
+    chunks = map_record_chunks(f, _chunk, workers, progress, "checking", PARALLEL_MIN_RECORDS)
+    found = [bad for part in chunks for bad in part]
     lines = _line_numbers(f, [off for _, off, _, _ in found])
     return [BadLine(f.path, ln, off, why, text, rec) for (rec, off, why, text), ln in zip(found, lines)]
 

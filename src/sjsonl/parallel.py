@@ -1,0 +1,439 @@
+"""sjsonl's own process pool: parallel passes that never run the user's script again.
+
+Every internal parallel pass (the schema pass, the bad-line pass, ``sjsonl verify`` of many files,
+``filter(num_proc=)``, the ``processes`` executor) runs through :func:`map_in_order` or :class:`ProcessPool`.
+Why not :mod:`multiprocessing`: its *spawn* and *forkserver* children re-import the main script
+(``multiprocessing.spawn.get_preparation_data`` → ``_fixup_main_from_path``), so a plain script without
+``if __name__ == "__main__":`` runs its top-level code again in every child and the pool breaks; *fork* copies
+the locks other threads hold at that instant (torch, MindSpore, tqdm, OpenBLAS, sjsonl's prefetch and
+early-start threads, native decompressors) into a child that may then hang. A worker here is a fresh
+interpreter, ``python -c "<import sjsonl.parallel; serve>"`` with the parent's ``sys.path``, that never
+imports ``__main__``: tasks arrive as pickles on its stdin, results leave on its stdout. Work units pickle by
+path (:class:`~sjsonl.source.IndexedFile`), so a task is small.
+
+Functions that cannot be imported by name in a worker — lambdas, closures, functions of the user's script or
+notebook — travel by value (their code, the globals they use, their closure: see :func:`dumps`), so
+``ds.filter(lambda r: ..., num_proc=2)`` works; a class defined in the script cannot, and raises
+:class:`ShippingError` before any work starts (callers then run in-process, saying why).
+
+The pool is not used where it cannot pay off: one worker, a daemonic process (a DataLoader or MindSpore
+worker, a Dask worker: already one of many) or one of this pool's own workers — there the work runs in the
+calling process. Each worker costs about 0.3 s to start (importing numpy and sjsonl), so callers use it only
+above a size threshold measured for their pass.
+
+Example:
+    >>> list(map_in_order(divmod, [(7, 2), (9, 4)], workers=2))    # small work: no pool needed
+    [(3, 1), (2, 1)]
+    >>> with ProcessPool(1) as pool:                                  # a real worker process
+    ...     pool.submit(lambda x: x * 3, 14).result()
+    42
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import io
+import marshal
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import traceback
+import types
+import warnings
+from collections.abc import Callable, Generator, Iterable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import IO, Any
+
+from .errors import SJSONLError
+
+__all__ = [
+    "ProcessPool",
+    "ShippingError",
+    "WorkerError",
+    "WorkerStartError",
+    "dumps",
+    "map_in_order",
+    "pool_allowed",
+    "worker_count",
+]
+
+_in_worker = False  # set in this pool's worker processes: a pass there runs in-process, never nests a pool
+_HEADER = struct.Struct("<cQ")  # frame: kind (T task, S shared object, R reply), payload length
+_NO_SHARED = object()
+
+
+class ShippingError(SJSONLError):
+    """A task cannot be sent to a worker process (e.g. it holds a class defined in the user's script)."""
+
+
+class WorkerError(SJSONLError):
+    """A worker process died while running a task (or could not start: :class:`WorkerStartError`)."""
+
+
+class WorkerStartError(WorkerError):
+    """A worker process could not start (its interpreter or sjsonl failed to load there)."""
+
+
+class _RemoteTraceback(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+
+    def __str__(self) -> str:
+        return "\n" + str(self.args[0])
+
+
+def worker_count(requested: int | None = None) -> int:
+    """``requested``, or by default this process's CPUs, at most 8.
+
+    Example:
+        >>> worker_count(3), 1 <= worker_count() <= 8
+        (3, True)
+    """
+    if requested is not None:
+        return max(1, int(requested))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(8, cpus or 1)
+
+
+def pool_allowed() -> bool:
+    """Whether this process starts worker processes for a pass: not in a daemonic process (a DataLoader or
+    MindSpore worker, a Dask worker) nor in one of this pool's own workers, where the pass runs in-process.
+
+    Example:
+        >>> pool_allowed()
+        True
+    """
+    return not _in_worker and not multiprocessing.current_process().daemon and bool(sys.executable)
+
+
+# ------------------------------------------------------------------------------------------ shipping
+def _importable(obj: Any) -> bool:
+    """Whether a worker finds ``obj`` by its module and qualified name (never in the user's ``__main__``)."""
+    module = getattr(obj, "__module__", None)
+    if module in (None, "__main__", "__mp_main__") or module not in sys.modules:
+        return False
+    found: Any = sys.modules[module]
+    for part in obj.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):  # nested functions and comprehensions
+            names |= _global_names(const)
+    return names
+
+
+def _new_function(code: bytes, name: str, cells: int | None) -> types.FunctionType:
+    closure = None if cells is None else tuple(types.CellType() for _ in range(cells))
+    return types.FunctionType(marshal.loads(code), {"__builtins__": builtins}, name, None, closure)
+
+
+def _set_function_state(fn: types.FunctionType, state: tuple) -> None:
+    # after creation, so a function that refers to itself (recursion, a global name) pickles
+    used, values, fn.__defaults__, fn.__kwdefaults__, fn.__dict__, fn.__qualname__, fn.__module__ = state
+    fn.__globals__.update(used)
+    for cell, value in zip(fn.__closure__ or (), values):
+        if value is not _EMPTY_CELL:
+            cell.cell_contents = value
+
+
+class _EmptyCell:
+    def __reduce__(self) -> str:
+        return "_EMPTY_CELL"
+
+
+_EMPTY_CELL = _EmptyCell()
+
+
+def _cell_value(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a variable not assigned yet
+        return _EMPTY_CELL
+
+
+class _Pickler(pickle.Pickler):
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.FunctionType) and not _importable(obj):
+            # by value: code (the workers run this very interpreter), the globals it names, its closure
+            used = {k: obj.__globals__[k] for k in _global_names(obj.__code__) if k in obj.__globals__}
+            cells = obj.__closure__
+            values = [_cell_value(c) for c in cells or ()]
+            state = (used, values, obj.__defaults__, obj.__kwdefaults__, obj.__dict__, obj.__qualname__,
+                     obj.__module__)  # fmt: skip
+            args = (marshal.dumps(obj.__code__), obj.__name__, None if cells is None else len(cells))
+            return _new_function, args, state, None, None, _set_function_state
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__ in ("__main__", "__mp_main__"):
+                raise pickle.PicklingError("a task refers to the main script's module itself")
+            return importlib.import_module, (obj.__name__,)
+        if isinstance(obj, type) and not _importable(obj):
+            raise pickle.PicklingError(
+                f"class {obj.__qualname__} is defined in {obj.__module__}, which worker processes do not run"
+            )
+        return NotImplemented
+
+
+def dumps(obj: Any) -> bytes:
+    """Pickle ``obj`` for a worker: like :func:`pickle.dumps`, but functions a worker cannot import by name
+    (lambdas, closures, functions of the main script or a notebook) go by value. Raises
+    :class:`ShippingError` saying why when ``obj`` cannot be sent.
+
+    Example:
+        >>> scale = 3
+        >>> pickle.loads(dumps(lambda x: x * scale))(14)
+        42
+    """
+    out = io.BytesIO()
+    try:
+        _Pickler(out, pickle.HIGHEST_PROTOCOL).dump(obj)
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError) as exc:
+        raise ShippingError(f"cannot send this task to a worker process: {exc}") from None
+    return out.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ frames
+def _send(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
+    stream.write(_HEADER.pack(kind, len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> tuple[bytes, bytes] | None:
+    """The next frame, or None at the end of the stream (the other side is gone)."""
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    kind, size = _HEADER.unpack(head)
+    payload = stream.read(size)
+    return None if len(payload) < size else (kind, payload)
+
+
+# ------------------------------------------------------------------------------------------ worker side
+def serve() -> None:
+    """The loop of a worker process: run each task frame from stdin, reply on stdout, until stdin ends."""
+    global _in_worker
+    _in_worker = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends the workers
+    tasks, replies = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # user code in a task reading stdin or printing never touches the frames
+    os.dup2(2, 1)
+    _send(replies, b"R", b"ready")
+    shared: Any = None
+    while (frame := _receive(tasks)) is not None:
+        kind, payload = frame
+        if kind == b"S":  # the pool's shared object, once, before this worker's first task
+            try:
+                shared = pickle.loads(payload)
+            except Exception as exc:  # e.g. it names something of the main script: said at the first task
+                shared = ShippingError(f"cannot rebuild the tasks' data in a worker process: {exc}")
+            continue
+        try:
+            fn, args, kwargs, with_shared = pickle.loads(payload)
+        except Exception as exc:
+            reply: tuple = (False, ShippingError(f"cannot rebuild a task in a worker process: {exc}"), "")
+        else:
+            try:
+                if with_shared and isinstance(shared, ShippingError):
+                    raise shared
+                reply = (True, fn(shared, *args, **kwargs) if with_shared else fn(*args, **kwargs), "")
+            except BaseException as exc:
+                reply = (False, exc, traceback.format_exc())
+        try:
+            data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            text = "".join(traceback.format_exception_only(type(reply[1]), reply[1])).strip()
+            data = pickle.dumps((False, WorkerError(f"a task failed: {text}"), reply[2]))
+        _send(replies, b"R", data)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no interpreter teardown to wait for: the parent has every reply
+
+
+# ------------------------------------------------------------------------------------------ parent side
+def _command() -> list[str]:
+    # -c, not -m: the bootstrap installs the parent's sys.path before importing anything, whatever the
+    # flags (-I, -E) say about PYTHONPATH; the interpreter flags (-X, -W, -O) are the parent's.
+    path = [p for p in sys.path if isinstance(p, str)]
+    boot = f"import sys; sys.path[:] = {path!r}; from sjsonl.parallel import serve; serve()"
+    return [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", boot]  # type: ignore[attr-defined]
+
+
+# One BLAS/OpenMP thread per worker unless the user chose: the workers already fill the cores, and each
+# thread pool starting in every worker at once (OpenBLAS spins) more than doubled the start-up measured.
+_ONE_THREAD = {k: "1" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+class _Worker:
+    """One worker process and the pipes to it; used by one dispatching thread at a time."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            _command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_ONE_THREAD | dict(os.environ)
+        )
+        self.started = False
+        self.has_shared = False
+
+    def call(self, task: bytes, shared: bytes | None) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if not self.started:
+            if _receive(self.proc.stdout) is None:
+                raise WorkerStartError(f"a worker process could not start (exit status {self.proc.wait()})")
+            self.started = True
+        try:
+            if shared is not None and not self.has_shared:
+                _send(self.proc.stdin, b"S", shared)
+                self.has_shared = True
+            _send(self.proc.stdin, b"T", task)
+        except (BrokenPipeError, OSError):
+            pass  # it died: the reply below is missing and says so
+        frame = _receive(self.proc.stdout)
+        if frame is None:
+            raise WorkerError(f"a worker process died while running a task (exit status {self.proc.wait()})")
+        ok, value, text = pickle.loads(frame[1])
+        if ok:
+            return value
+        if text:
+            value.__cause__ = _RemoteTraceback(text)
+        raise value
+
+    def end(self, kill: bool) -> None:
+        """Tell the worker to stop (closing its stdin ends its loop), or kill it."""
+        if kill:
+            self.proc.kill()
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def reap(self) -> None:
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class ProcessPool(Executor):
+    """An :class:`~concurrent.futures.Executor` of ``processes`` worker processes that never import the
+    caller's ``__main__`` (see the module docstring). With ``shared``, every task's function gets that object
+    as its first argument; it is sent to each worker once.
+
+    Example:
+        >>> with ProcessPool(2, shared={"base": 100}) as pool:
+        ...     [f.result() for f in [pool.submit(lambda s, x: s["base"] + x, x) for x in (1, 2)]]
+        [101, 102]
+    """
+
+    def __init__(self, processes: int, *, shared: Any = _NO_SHARED) -> None:
+        self._shared = None if shared is _NO_SHARED else dumps(shared)
+        self._workers = [_Worker() for _ in range(max(1, processes))]  # all start now: imports overlap
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        for w in self._workers:
+            self._idle.put(w)
+        self._threads = ThreadPoolExecutor(len(self._workers), thread_name_prefix="sjsonl-pool")
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        task = dumps((fn, args, kwargs, self._shared is not None))  # a ShippingError is raised here, now
+        return self._threads.submit(self._run, task)
+
+    def _run(self, task: bytes) -> Any:
+        worker = self._idle.get()
+        try:
+            return worker.call(task, self._shared)
+        finally:
+            self._idle.put(worker)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if cancel_futures or not wait:  # abandon the tasks running: end the workers, which frees the threads
+            for w in self._workers:
+                w.end(kill=True)
+        self._threads.shutdown(wait=True, cancel_futures=cancel_futures)
+        for w in self._workers:
+            w.end(kill=False)
+        for w in self._workers:  # all told first: they exit together
+            w.reap()
+
+
+def map_in_order(
+    fn: Callable[..., Any], items: Iterable[tuple], workers: int, *, shared: Any = _NO_SHARED
+) -> Generator[Any, None, None]:
+    """``fn(*item)`` (``fn(shared, *item)`` with ``shared``) for each item, results in order, ``workers`` at
+    a time: this process and ``workers - 1`` worker processes take the next item as each finishes one (so a
+    pool on 2 cores starts one process, whose start overlaps this process's first item). In this process
+    alone when ``workers`` is 1, there is one item, or :func:`pool_allowed` says no. Items a worker could not
+    start for run here (a :class:`RuntimeWarning` says so); a task's exception is raised here, in order.
+
+    Example:
+        >>> list(map_in_order(pow, [(2, 5), (3, 2)], workers=1))
+        [32, 9]
+    """
+    items = list(items)
+    n = len(items)
+    prefix = () if shared is _NO_SHARED else (shared,)
+    helpers = min(workers, n) - 1
+    if helpers < 1 or not pool_allowed():
+        for item in items:
+            yield fn(*prefix, *item)
+        return
+    pool = ProcessPool(helpers, shared=shared)  # a ShippingError is raised here, before any work
+    results: list[Future] = [Future() for _ in items]
+    lock = threading.Lock()
+    next_item = 0
+
+    def claim() -> int:
+        nonlocal next_item
+        with lock:
+            i, next_item = next_item, next_item + 1
+        return i
+
+    def run(i: int, worker: _Worker | None) -> bool:
+        try:
+            if worker is None:
+                results[i].set_result(fn(*prefix, *items[i]))
+            else:
+                results[i].set_result(worker.call(dumps((fn, items[i], {}, bool(prefix))), pool._shared))
+        except Exception as exc:
+            results[i].set_exception(exc)
+            return not isinstance(exc, WorkerError)  # that worker is gone: the others take the rest
+        return True
+
+    def feed(worker: _Worker) -> None:
+        while (i := claim()) < n and run(i, worker):
+            pass
+
+    try:
+        for w in pool._workers:
+            pool._threads.submit(feed, w)
+        warned = False
+        for i in range(n):
+            while not results[i].done() and (j := claim()) < n:
+                run(j, None)  # work here while item i is still running
+            failed = results[i].exception()
+            if isinstance(failed, WorkerStartError):
+                if not warned:
+                    warned = True
+                    warnings.warn(f"sjsonl: {failed}; working in this process", RuntimeWarning, stacklevel=2)
+                yield fn(*prefix, *items[i])
+            else:
+                yield results[i].result()
+    except BaseException:  # an error, Ctrl-C or an abandoned generator: stop the workers now
+        with lock:
+            next_item = n
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
