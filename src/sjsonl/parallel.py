@@ -67,6 +67,7 @@ __all__ = [
 _in_worker = False  # set in this pool's worker processes: a pass there runs in-process, never nests a pool
 _HEADER = struct.Struct("<cQ")  # frame: kind (T task, S shared object, R reply), payload length
 _NO_SHARED = object()
+_MAIN = ("__main__", "__mp_main__")  # the user's script or notebook: never imported by a worker
 
 
 class ShippingError(SJSONLError):
@@ -117,7 +118,7 @@ def pool_allowed() -> bool:
 def _importable(obj: Any) -> bool:
     """Whether a worker finds ``obj`` by its module and qualified name (never in the user's ``__main__``)."""
     module = getattr(obj, "__module__", None)
-    if module in (None, "__main__", "__mp_main__") or module not in sys.modules:
+    if module is None or module in _MAIN or module not in sys.modules:
         return False
     found: Any = sys.modules[module]
     for part in obj.__qualname__.split("."):
@@ -174,10 +175,10 @@ class _Pickler(pickle.Pickler):
             args = (marshal.dumps(obj.__code__), obj.__name__, None if cells is None else len(cells))
             return _new_function, args, state, None, None, _set_function_state
         if isinstance(obj, types.ModuleType):
-            if obj.__name__ in ("__main__", "__mp_main__"):
+            if obj.__name__ in _MAIN:
                 raise pickle.PicklingError("a task refers to the main script's module itself")
             return importlib.import_module, (obj.__name__,)
-        if isinstance(obj, type) and not _importable(obj):
+        if isinstance(obj, type) and obj.__module__ in _MAIN:
             raise pickle.PicklingError(
                 f"class {obj.__qualname__} is defined in {obj.__module__}, which worker processes do not run"
             )
@@ -285,12 +286,18 @@ class _Worker:
         self.started = False
         self.has_shared = False
 
-    def call(self, task: bytes, shared: bytes | None) -> Any:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+    def wait_ready(self) -> None:
+        """Return once the worker has started (imported sjsonl); raise :class:`WorkerStartError` if it could
+        not."""
+        assert self.proc.stdout is not None
         if not self.started:
             if _receive(self.proc.stdout) is None:
                 raise WorkerStartError(f"a worker process could not start (exit status {self.proc.wait()})")
             self.started = True
+
+    def call(self, task: bytes, shared: bytes | None) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.wait_ready()
         try:
             if shared is not None and not self.has_shared:
                 _send(self.proc.stdin, b"S", shared)
@@ -374,9 +381,10 @@ def map_in_order(
 ) -> Generator[Any, None, None]:
     """``fn(*item)`` (``fn(shared, *item)`` with ``shared``) for each item, results in order, ``workers`` at
     a time: this process and ``workers - 1`` worker processes take the next item as each finishes one (so a
-    pool on 2 cores starts one process, whose start overlaps this process's first item). In this process
-    alone when ``workers`` is 1, there is one item, or :func:`pool_allowed` says no. Items a worker could not
-    start for run here (a :class:`RuntimeWarning` says so); a task's exception is raised here, in order.
+    pool on 2 cores starts one process, whose start overlaps this process's first items). In this process
+    alone when ``workers`` is 1, there is one item, or :func:`pool_allowed` says no. A worker that could not
+    start leaves its share to the others and this process (a :class:`RuntimeWarning` says so); a task's
+    exception is raised here, in order.
 
     Example:
         >>> list(map_in_order(pow, [(2, 5), (3, 2)], workers=1))
@@ -412,28 +420,29 @@ def map_in_order(
             return not isinstance(exc, WorkerError)  # that worker is gone: the others take the rest
         return True
 
+    not_started: list[WorkerStartError] = []
+
     def feed(worker: _Worker) -> None:
+        try:
+            worker.wait_ready()  # claim nothing before: this process works meanwhile
+        except WorkerStartError as exc:
+            not_started.append(exc)
+            return
         while (i := claim()) < n and run(i, worker):
             pass
 
     try:
         for w in pool._workers:
             pool._threads.submit(feed, w)
-        warned = False
         for i in range(n):
             while not results[i].done() and (j := claim()) < n:
                 run(j, None)  # work here while item i is still running
-            failed = results[i].exception()
-            if isinstance(failed, WorkerStartError):
-                if not warned:
-                    warned = True
-                    warnings.warn(f"sjsonl: {failed}; working in this process", RuntimeWarning, stacklevel=2)
-                yield fn(*prefix, *items[i])
-            else:
-                yield results[i].result()
+            yield results[i].result()
     except BaseException:  # an error, Ctrl-C or an abandoned generator: stop the workers now
         with lock:
             next_item = n
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
+    if not_started:  # the work was done all the same, here
+        warnings.warn(f"sjsonl: {not_started[0]}; worked in this process", RuntimeWarning, stacklevel=2)

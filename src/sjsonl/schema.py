@@ -62,7 +62,7 @@ KINDS = ("str", "int64", "float64", "bool", "json", "null")
 CACHE_VERSION = 2
 #: Files with more records than this are split into chunks typed by worker processes.
 PARALLEL_MIN_RECORDS = 200_000
-_CHUNK_RECORDS = 100_000
+_CHUNK_RECORDS = 50_000  # the unit of work: small enough to share out, large enough to cost ~0.1 s
 _SCALAR_KIND = {str: "str", bool: "bool", float: "float64", int: "int64"}
 _INT64 = (-(2**63), 2**63 - 1)
 
