@@ -8,6 +8,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -94,8 +95,23 @@ def test_a_dying_worker_is_an_error_not_a_hang(how: str) -> None:
 
 def test_workers_that_cannot_start_leave_the_work_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "_command", lambda: [sys.executable, "-c", "raise SystemExit(3)"])
+    failed = threading.Event()
+    wait_ready = parallel._Worker.wait_ready
+
+    def noted(self) -> None:
+        try:
+            wait_ready(self)
+        finally:
+            failed.set()
+
+    def pow_after_the_failure(a: int, b: int) -> int:  # the work outlasts the workers' failed start
+        assert failed.wait(60)
+        return a**b
+
+    monkeypatch.setattr(parallel._Worker, "wait_ready", noted)
     with pytest.warns(RuntimeWarning, match="could not start"):
-        assert list(map_in_order(pow, [(2, k) for k in range(10)], 3)) == [2**k for k in range(10)]
+        got = list(map_in_order(pow_after_the_failure, [(2, k) for k in range(10)], 3))
+    assert got == [2**k for k in range(10)]
 
 
 def test_an_abandoned_pass_ends_its_workers(monkeypatch: pytest.MonkeyPatch) -> None:

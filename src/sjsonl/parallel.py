@@ -318,7 +318,7 @@ class _Worker:
     def end(self, kill: bool) -> None:
         """Tell the worker to stop (closing its stdin ends its loop), or kill it."""
         if kill:
-            self.proc.kill()
+            self.proc.kill()  # nothing of its state is needed: its replies are in, or abandoned
         try:
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
@@ -366,10 +366,19 @@ class ProcessPool(Executor):
             self._idle.put(worker)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        if cancel_futures or not wait:  # abandon the tasks running: end the workers, which frees the threads
+        """As :meth:`Executor.shutdown`; ``cancel_futures=True`` also ends the tasks already running (their
+        workers are killed: a worker holds nothing that needs saving)."""
+        if cancel_futures:  # the threads waiting on those workers are freed by it
             for w in self._workers:
                 w.end(kill=True)
-        self._threads.shutdown(wait=True, cancel_futures=cancel_futures)
+        self._threads.shutdown(wait=wait, cancel_futures=cancel_futures)
+        if wait:
+            self._close()
+        else:  # the tasks running finish, then their workers end
+            threading.Thread(target=self._close, name="sjsonl-pool-close", daemon=True).start()
+
+    def _close(self) -> None:
+        self._threads.shutdown(wait=True)
         for w in self._workers:
             w.end(kill=False)
         for w in self._workers:  # all told first: they exit together
@@ -421,12 +430,14 @@ def map_in_order(
         return True
 
     not_started: list[WorkerStartError] = []
+    finished = threading.Event()
 
     def feed(worker: _Worker) -> None:
         try:
             worker.wait_ready()  # claim nothing before: this process works meanwhile
         except WorkerStartError as exc:
-            not_started.append(exc)
+            if not finished.is_set():  # (ended on purpose, the work done, is no failure)
+                not_started.append(exc)
             return
         while (i := claim()) < n and run(i, worker):
             pass
@@ -441,8 +452,9 @@ def map_in_order(
     except BaseException:  # an error, Ctrl-C or an abandoned generator: stop the workers now
         with lock:
             next_item = n
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(cancel_futures=True)
         raise
-    pool.shutdown()
+    finished.set()
+    pool.shutdown(cancel_futures=True)  # every result is in: end the workers now, even one still starting
     if not_started:  # the work was done all the same, here
         warnings.warn(f"sjsonl: {not_started[0]}; worked in this process", RuntimeWarning, stacklevel=2)
