@@ -1,8 +1,9 @@
 """The schema pass and the bad-line pass: in this process vs sjsonl's process pool (``sjsonl.parallel``).
 
 Each pass over the same file, same run: one process, then ``workers=2`` (this process and one worker
-process; the worker's start-up included: a pass pays it every time). What decides ``schema.PARALLEL_MIN_RECORDS`` and
-``badlines.PARALLEL_MIN_RECORDS``: the pool is used only where it beats one process.
+process; the worker's start-up included: a pass pays it every time). What decides
+``schema.PARALLEL_MIN_RECORDS`` and ``badlines.PARALLEL_MIN_RECORDS``: the pool is used only where it beats
+one process.
 
     python benchmarks/bench_parallel.py [--quick]
 """
@@ -15,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 from common import median_seconds
-
 from sjsonl import JSONLDataset
 from sjsonl.badlines import _chunk as _bad_chunk
 from sjsonl.parallel import ProcessPool
@@ -50,7 +50,7 @@ def run(quick: bool) -> list[dict]:
                 f = JSONLDataset(str(path))._files[0]
                 for name, fn in (("schema", _chunk_schema), ("bad lines", _bad_chunk)):
 
-                    def one_pass(workers: int, fn=fn, f=f) -> None:
+                    def one_pass(workers: int, fn=fn, f=f, name=name) -> None:
                         list(map_record_chunks(f, fn, workers, False, name, min_records=0))
 
                     serial = median_seconds(lambda: one_pass(1), repeats=3, warmup=0)

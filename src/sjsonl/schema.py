@@ -382,7 +382,7 @@ def map_record_chunks(
     if workers is None:  # e.g. load_dataset(num_proc=1): the dataset's own worker count holds here too
         workers = getattr(f, "_index_args", {}).get("workers")
     processes = worker_count(workers) if f.n >= min_records else 1
-    results = map_in_order(fn, [(f, lo, hi) for lo, hi in bounds], processes)
+    results = map_in_order(fn, bounds, processes, shared=f)  # f goes to each worker once
     try:
         for (lo, hi), result in zip(bounds, results):
             yield result
