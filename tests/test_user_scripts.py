@@ -284,10 +284,22 @@ def test_a_notebook_kernel(made, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         print(json.dumps({{"columns": ds.column_names, "records": len(ds),
                            "bad": [[b.line, b.offset] for b in ds.bad_lines]}}))
     """)  # fmt: skip
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    # a function defined in the notebook, run by the processes executor: it travels by value
+    executor_cell = textwrap.dedent("""
+        from sjsonl.executors import open_executor, parse_executor
+        def triple(x):
+            return 3 * x
+        with open_executor(parse_executor("processes:2")) as pool:
+            print(json.dumps({"tripled": list(pool.map(triple, range(5)))}))
+    """)
+    cells = [nbformat.v4.new_code_cell(cell), nbformat.v4.new_code_cell(executor_cell)]
+    nb = nbformat.v4.new_notebook(cells=cells)
     where = {"metadata": {"path": str(tmp_path)}}  # the kernel's working directory
     NotebookClient(nb, kernel_name="python3", timeout=900, resources=where).execute()
-    text = "".join(o.get("text", "") for o in nb.cells[0].outputs if o["output_type"] == "stream")
-    out = json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
-    assert out == {"columns": expected["columns"], "records": expected["records"], "bad": expected["bad"]}
+    out = {}
+    for done in nb.cells:
+        text = "".join(o.get("text", "") for o in done.outputs if o["output_type"] == "stream")
+        out.update(json.loads([line for line in text.splitlines() if line.startswith("{")][-1]))
+    assert out == {"columns": expected["columns"], "records": expected["records"], "bad": expected["bad"],
+                   "tripled": [0, 3, 6, 9, 12]}  # fmt: skip
     assert (tmp_path / "ran.txt").read_text() == "x"
