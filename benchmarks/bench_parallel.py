@@ -41,7 +41,7 @@ def _write(path: Path, n: int, wide: bool) -> Path:
 
 def run(quick: bool) -> list[dict]:
     rows = []
-    sizes = [100_000] if quick else [100_000, 200_000, 400_000]
+    sizes = [100_000] if quick else [400_000, 1_000_000]
     start = median_seconds(_start_one_worker, repeats=3)
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:

@@ -114,6 +114,26 @@ def test_workers_that_cannot_start_leave_the_work_here(monkeypatch: pytest.Monke
     assert got == [2**k for k in range(10)]
 
 
+def test_no_process_to_be_had_leaves_the_work_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "_command", lambda: ["/no/such/python"])
+    with pytest.warns(RuntimeWarning, match="cannot start a worker process"):
+        assert list(map_in_order(pow, [(3, k) for k in range(5)], 2)) == [3**k for k in range(5)]
+
+
+class _NeedsTwo(Exception):
+    def __init__(self, a: str, b: str) -> None:  # pickles, but cannot be rebuilt from its one message
+        super().__init__(a + b)
+
+
+def _raise_needs_two() -> None:
+    raise _NeedsTwo("a", "b")
+
+
+def test_a_reply_that_cannot_be_read_is_named() -> None:
+    with ProcessPool(1) as pool, pytest.raises(WorkerError, match="reply cannot be read"):
+        pool.submit(_raise_needs_two).result()
+
+
 def test_an_abandoned_pass_ends_its_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     pools: list[ProcessPool] = []
 

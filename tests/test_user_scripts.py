@@ -30,17 +30,17 @@ RECORDS = max(schema.PARALLEL_MIN_RECORDS, badlines.PARALLEL_MIN_RECORDS) + 3 * 
 pytestmark = pytest.mark.slow  # each runs a whole pass over a million-record file, some in MindSpore
 
 
-def _write(path: Path, bad_every: int | None) -> Path:
+def _write(path: Path, bad_every: int | None, records: int = RECORDS) -> Path:
     """``{"id", "text"}`` rows; a ``score`` column from the middle on, a ``late`` one in the last row, and
     with ``bad_every`` a line that is not JSON every so often."""
     with open(path, "w") as fh:
         lines = []
-        for i in range(RECORDS):
+        for i in range(records):
             if bad_every and i % bad_every == bad_every // 2:
                 lines.append(f'{{"id": {i}, "text": broken\n')
-            elif i == RECORDS - 1:
+            elif i == records - 1:
                 lines.append(f'{{"id": {i}, "late": [1.5]}}\n')
-            elif i >= RECORDS // 2:
+            elif i >= records // 2:
                 lines.append(f'{{"id": {i}, "text": "{"r" * (i % 40)}", "score": {i}.5}}\n')
             else:
                 lines.append(f'{{"id": {i}, "text": "{"r" * (i % 40)}"}}\n')
@@ -73,7 +73,11 @@ def _expected(path: Path) -> dict:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory) -> dict:
     where = tmp_path_factory.mktemp("big")
-    files = {"clean": _write(where / "clean.jsonl", None), "dirty": _write(where / "dirty.jsonl", 250_000)}
+    files = {
+        "clean": _write(where / "clean.jsonl", None),
+        "dirty": _write(where / "dirty.jsonl", 250_000),
+        "small": _write(where / "small.jsonl", None, 20_000),  # for what has no size threshold
+    }
     return {name: (path, _expected(path)) for name, path in files.items()}
 
 
@@ -152,19 +156,25 @@ def test_find_bad_lines(made, tmp_path: Path) -> None:
 
 def test_filter_with_a_lambda_in_processes(made, tmp_path: Path) -> None:
     path, expected = _copy(made, "clean", tmp_path)
+    (tmp_path / "pids").mkdir()
     out = run_script(tmp_path, f"""
+        import os
         import sjsonl
         STEP = 7  # a global of the script: the lambda takes it along to the workers
+        def here():  # notes each process that evaluates the predicate
+            open(os.path.join("pids", str(os.getpid())), "w").close()
+            return True
         ds = sjsonl.JSONLDataset({path.name!r})
-        kept = ds.filter(lambda r: r["id"] % STEP == 0 and len(r.get("text", "")) > 3, num_proc=2)
+        kept = ds.filter(lambda r: r["id"] % STEP == 0 and len(r.get("text", "")) > 3 and here(), num_proc=2)
         print(json.dumps({{"ids": [r["id"] for r in kept]}}))
     """)  # fmt: skip
     assert out["ids"] == expected["filtered"]
-    assert "runs in this process" not in out["stderr"]  # it did run in processes
+    evaluated_in = {int(p.name) for p in (tmp_path / "pids").iterdir()}
+    assert len(evaluated_in) >= 2  # in more than one process: the lambda went to a worker
 
 
 def test_filter_with_a_class_of_the_script_runs_here_and_says_so(made, tmp_path: Path) -> None:
-    path, expected = _copy(made, "clean", tmp_path)
+    path, expected = _copy(made, "small", tmp_path)
     out = run_script(tmp_path, f"""
         import sjsonl
         class Every:  # defined in the script, which workers never import: it cannot go to them
@@ -172,10 +182,10 @@ def test_filter_with_a_class_of_the_script_runs_here_and_says_so(made, tmp_path:
                 self.n = n
             def __call__(self, row):
                 return row["id"] % self.n == 0
-        kept = sjsonl.JSONLDataset({path.name!r}).filter(Every(100_000), num_proc=2)
+        kept = sjsonl.JSONLDataset({path.name!r}).filter(Every(1_000), num_proc=2)
         print(json.dumps({{"ids": [r["id"] for r in kept]}}))
     """)  # fmt: skip
-    assert out["ids"] == [i for i in expected["ids"] if i % 100_000 == 0]
+    assert out["ids"] == [i for i in expected["ids"] if i % 1_000 == 0]
     assert "filter(num_proc=2) runs in this process" in out["stderr"] and "Every" in out["stderr"]
 
 
@@ -199,8 +209,8 @@ def test_verify_several_big_files(made, tmp_path: Path) -> None:
 
 
 def test_processes_executor_from_a_script(made, tmp_path: Path) -> None:
-    a, expected = _copy(made, "clean", tmp_path, "a.jsonl")
-    b, _ = _copy(made, "clean", tmp_path, "b.jsonl")
+    a, expected = _copy(made, "small", tmp_path, "a.jsonl")  # (the executor has no size threshold)
+    b, _ = _copy(made, "small", tmp_path, "b.jsonl")
     out = run_script(tmp_path, f"""
         import numpy as np
         import sjsonl

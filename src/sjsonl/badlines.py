@@ -46,9 +46,10 @@ class BadLineWarning(UserWarning):
 
 
 MAX_REPORTED = 10_000
-#: Files with this many records or more are checked in worker processes (:mod:`sjsonl.parallel`). Parsing
-#: alone is fast (about 1 µs a record), so a pool pays for its start only on large files.
-PARALLEL_MIN_RECORDS = 1_000_000
+#: Files with this many records or more are checked in worker processes too (:mod:`sjsonl.parallel`).
+#: Parsing alone costs 0.9-2.7 µs a record, so a worker's start (~0.3-0.5 s of CPU) pays off only on large
+#: files (``benchmarks/bench_parallel.py``: at 1 M short records one process still won).
+PARALLEL_MIN_RECORDS = 1_500_000
 CACHE_VERSION = 1
 
 

@@ -18,8 +18,9 @@ notebook — travel by value (their code, the globals they use, their closure: s
 
 The pool is not used where it cannot pay off: one worker, a daemonic process (a DataLoader or MindSpore
 worker, a Dask worker: already one of many) or one of this pool's own workers — there the work runs in the
-calling process. Each worker costs about 0.3 s to start (importing numpy and sjsonl), so callers use it only
-above a size threshold measured for their pass.
+calling process. With a pool, the calling process works through the items too, from the moment its
+workers start. A worker costs 0.3-0.5 s of CPU to start (importing numpy and sjsonl), so callers use a pool
+only above a size threshold measured for their pass (``benchmarks/bench_parallel.py``).
 
 Example:
     >>> list(map_in_order(divmod, [(7, 2), (9, 4)], workers=2))    # small work: no pool needed
@@ -253,9 +254,11 @@ def serve() -> None:
                 reply = (False, exc, traceback.format_exc())
         try:
             data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
-        except Exception:
-            text = "".join(traceback.format_exception_only(type(reply[1]), reply[1])).strip()
-            data = pickle.dumps((False, WorkerError(f"a task failed: {text}"), reply[2]))
+        except Exception as exc:
+            what = "its result" if reply[0] else f"its error ({type(reply[1]).__name__}: {reply[1]})"
+            data = pickle.dumps(
+                (False, WorkerError(f"a task ran, but {what} cannot be sent back: {exc}"), reply[2])
+            )
         _send(replies, b"R", data)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -308,7 +311,10 @@ class _Worker:
         frame = _receive(self.proc.stdout)
         if frame is None:
             raise WorkerError(f"a worker process died while running a task (exit status {self.proc.wait()})")
-        ok, value, text = pickle.loads(frame[1])
+        try:
+            ok, value, text = pickle.loads(frame[1])
+        except Exception as exc:  # e.g. an exception class that cannot be rebuilt from its args
+            raise WorkerError(f"a worker's reply cannot be read here: {exc}") from None
         if ok:
             return value
         if text:
@@ -348,7 +354,15 @@ class ProcessPool(Executor):
 
     def __init__(self, processes: int, *, shared: Any = _NO_SHARED) -> None:
         self._shared = None if shared is _NO_SHARED else dumps(shared)
-        self._workers = [_Worker() for _ in range(max(1, processes))]  # all start now: imports overlap
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(max(1, processes)):  # all start now: their imports overlap
+                self._workers.append(_Worker())
+        except OSError as exc:  # no interpreter to run, no process to be had (limits)
+            for w in self._workers:
+                w.end(kill=True)
+                w.reap()
+            raise WorkerStartError(f"cannot start a worker process: {exc}") from None
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         for w in self._workers:
             self._idle.put(w)
@@ -403,11 +417,16 @@ def map_in_order(
     n = len(items)
     prefix = () if shared is _NO_SHARED else (shared,)
     helpers = min(workers, n) - 1
-    if helpers < 1 or not pool_allowed():
+    pool = None
+    if helpers >= 1 and pool_allowed():
+        try:
+            pool = ProcessPool(helpers, shared=shared)  # a ShippingError is raised here, before any work
+        except WorkerStartError as exc:
+            warnings.warn(f"sjsonl: {exc}; working in this process", RuntimeWarning, stacklevel=2)
+    if pool is None:
         for item in items:
             yield fn(*prefix, *item)
         return
-    pool = ProcessPool(helpers, shared=shared)  # a ShippingError is raised here, before any work
     results: list[Future] = [Future() for _ in items]
     lock = threading.Lock()
     next_item = 0

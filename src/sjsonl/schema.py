@@ -60,8 +60,10 @@ from .sidecar import index_key, read_sidecar, write_sidecar
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
 CACHE_VERSION = 2
-#: Files with more records than this are split into chunks typed by worker processes.
-PARALLEL_MIN_RECORDS = 200_000
+#: Files with this many records or more are typed in worker processes too (:mod:`sjsonl.parallel`). A worker
+#: takes ~0.3-0.5 s of CPU to start and typing costs 2.5-8 µs a record: below this the pool did not pay
+#: (``benchmarks/bench_parallel.py``: even at 400,000 records, 1 M records 1.2× on a shared 2-core machine).
+PARALLEL_MIN_RECORDS = 500_000
 _CHUNK_RECORDS = 50_000  # the unit of work: small enough to share out, large enough to cost ~0.1 s
 _SCALAR_KIND = {str: "str", bool: "bool", float: "float64", int: "int64"}
 _INT64 = (-(2**63), 2**63 - 1)
