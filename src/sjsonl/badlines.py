@@ -45,6 +45,10 @@ class BadLineWarning(UserWarning):
 
 
 MAX_REPORTED = 10_000
+#: Files with this many records or more are checked in worker processes too (:mod:`sjsonl.parallel`).
+#: Parsing alone costs 0.9-2.7 µs a record, so a worker's start (~0.3-0.5 s of CPU) pays off only on large
+#: files (``benchmarks/bench_parallel.py``: at 1 M short records one process still won).
+PARALLEL_MIN_RECORDS = 1_500_000
 CACHE_VERSION = 2  # 2: NaN/Infinity are good records unless allow_nan=False (the key says which)
 
 
@@ -103,8 +107,8 @@ def _line_numbers(f: Any, offsets: list[int]) -> list[int]:
 
 def scan_file(f: Any, workers: int | None = None, progress: bool | None = None) -> list[BadLine]:
     """Every bad record of one :class:`~sjsonl.source.IndexedFile`, in file order."""
-    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
-    found = [bad for part in map_record_chunks(f, _chunk, workers, progress, "checking") for bad in part]
+    chunks = map_record_chunks(f, _chunk, workers, progress, "checking", PARALLEL_MIN_RECORDS)
+    found = [bad for part in chunks for bad in part]
     lines = _line_numbers(f, [off for _, off, _, _ in found])
     return [BadLine(f.path, ln, off, why, text, rec) for (rec, off, why, text), ln in zip(found, lines)]
 
