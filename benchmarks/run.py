@@ -1,7 +1,7 @@
 """Run every benchmark and print one markdown report (the README's tables come from here).
 
     python benchmarks/run.py [--quick] [--out benchmarks/results.md]
-        [--only core,sampling,mindspore,storage,gzip,pipeline,cold,decode,append,billion,index_size]
+        [--only core,sampling,mindspore,storage,gzip,pipeline,cold,decode,append,billion,index_size,parallel]
 
 Medians of repeated runs; every ratio is against a baseline measured in the same run.
 """
@@ -30,6 +30,7 @@ SUITES = {
     "append": ("bench_append", "Reopening after a 1% append (index extended) vs a full index build"),
     "billion": ("bench_billion", "10^9 records in 1,000 files: open time, memory, checked reads"),
     "index_size": ("bench_index_size", "Compact vs plain index: bytes per record, build, ds[i], iteration"),
+    "parallel": ("bench_parallel", "Schema and bad-line passes: one process vs workers=2 (sjsonl.parallel)"),
 }
 
 

@@ -60,6 +60,10 @@ BADLINES_MAGIC = b"SJSONLbl"
 _COUNTS = struct.Struct("<QQ")  # bad records, line numbers kept
 _SPOT_CHECKS = 8  # saved bad records parsed again on load: each must still fail
 _SCAN_BLOCK = 4096  # records parsed per block of offsets
+#: Files with this many records or more are checked in worker processes too (:mod:`sjsonl.parallel`).
+#: Parsing alone costs 0.9-2.7 µs a record, so a worker's start (~0.3-0.5 s of CPU) pays off only on large
+#: files (``benchmarks/bench_parallel.py``: at 1 M short records one process still won).
+PARALLEL_MIN_RECORDS = 1_500_000
 
 
 @dataclass(frozen=True)
@@ -236,8 +240,8 @@ def _chunk(f: Any, lo: int, hi: int) -> np.ndarray:
 
 def scan_file(f: Any, workers: int | None = None, progress: bool | None = None) -> BadLines:
     """Every bad record of one :class:`~sjsonl.source.IndexedFile`, in file order."""
-    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
-    found = list(map_record_chunks(f, _chunk, workers, progress, "checking"))
+    chunks = map_record_chunks(f, _chunk, workers, progress, "checking", PARALLEL_MIN_RECORDS)
+    found = list(chunks)
     records = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
     return BadLines([_FilePart(f, records, _line_numbers(f, records[:MAX_REPORTED]))])
 

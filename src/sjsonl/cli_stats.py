@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -25,6 +22,7 @@ from .cli_commands import clean, error, human_bytes, plural, size_summary
 from .cli_output import OutputGuard, output_file
 from .dataset import JSONLDataset
 from .errors import SJSONLError
+from .parallel import map_in_order
 
 #: ``verify`` checks several files in parallel processes once they hold this much (or with --workers).
 PARALLEL_FILES_MIN_BYTES = 64 << 20
@@ -65,10 +63,9 @@ def _results(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     local = [f for f in files if os.path.isfile(f)]
     big = sum(os.path.getsize(f) for f in local) >= PARALLEL_FILES_MIN_BYTES
     if len(files) > 1 and workers > 1 and (args.workers or big):
-        # whole files in parallel processes (parsing is CPU-bound Python), one scanning process each
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(workers, len(files)), mp_context=ctx) as pool:
-            yield from pool.map(verify_file, files, repeat(args.index_dir), repeat(1), repeat(False))
+        # whole files in parallel processes (parsing is CPU-bound Python), each checked in its process
+        tasks = [(f, args.index_dir, 1, False) for f in files]
+        yield from map_in_order(verify_file, tasks, workers)
     else:  # one file at a time; find_bad_lines parses a large one in `workers` processes
         for f in files:
             yield verify_file(f, args.index_dir, args.workers, args.progress)

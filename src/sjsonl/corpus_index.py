@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import socket
 import time
@@ -141,8 +140,6 @@ def index_file(
     bad: Sequence[Any] | None = None
     if on_bad_lines is not None:
         policy = check_policy(on_bad_lines)
-        # a daemonic worker (Dask's) may not start the processes that parse large files: parse in one
-        parse_workers = 1 if multiprocessing.current_process().daemon else workers
         ds = JSONLDataset(
             path,
             build_index_on_load=False,
@@ -150,7 +147,7 @@ def index_file(
             field=field,
             storage_options=storage_options,
             on_bad_lines="skip",
-            workers=parse_workers,
+            workers=workers,  # in a daemonic worker (Dask's) the parse runs in-process (sjsonl.parallel)
             progress=progress,
         )
         bad = ds.bad_lines

@@ -1,7 +1,7 @@
 """Executors named by a short string, for ``sjsonl index --executor`` (and scripts that want the same).
 
-- ``processes[:N]`` — a stdlib :class:`~concurrent.futures.ProcessPoolExecutor` of N processes on this
-  machine (default: one per core);
+- ``processes[:N]`` — a :class:`sjsonl.parallel.ProcessPool` of N processes on this machine (default: one
+  per core), which never re-runs the calling script (safe without a main guard);
 - ``dask-local[:N]`` — a ``dask.distributed.LocalCluster`` of N worker processes, one thread each,
   started here and closed after (``pip install 'sjsonl[cluster]'``);
 - ``dask://HOST:PORT`` — a running Dask scheduler (``dask scheduler`` + ``dask worker`` on the nodes);
@@ -20,13 +20,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from .errors import InvalidArgumentError, require
+from .parallel import ProcessPool
 
 __all__ = ["EXECUTOR_FORMS", "ExecutorSpec", "open_executor", "parse_executor"]
 
@@ -77,9 +77,9 @@ def parse_executor(text: str) -> ExecutorSpec:
 def open_executor(spec: ExecutorSpec) -> Iterator[Executor]:
     """The executor ``spec`` names, shut down (and a cluster started for it closed) on exit."""
     if spec.kind == "processes":
-        # spawn: the caller may run threads (tqdm's, a Dask client's) that a fork would copy mid-lock
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(spec.processes, mp_context=ctx) as pool:
+        # sjsonl's own pool: no fork (the caller's threads, tqdm's or a Dask client's, may hold locks), and
+        # unlike spawn it never re-runs the calling script, which may have no main guard
+        with ProcessPool(spec.local_processes or 1) as pool:
             yield pool
         return
     distributed = require("distributed", "cluster")

@@ -46,10 +46,8 @@ Example:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,15 +57,18 @@ import orjson
 from ._progress import Progress
 from .errors import ColumnNotFoundError, InvalidArgumentError
 from .index.store import artifact_path
+from .parallel import map_in_order, worker_count
 from .sidecar import index_key, read_sidecar, write_sidecar
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
 CACHE_VERSION = 3
 #: The first bytes of a ``.schema`` cache file (see :mod:`sjsonl.sidecar`).
 SCHEMA_MAGIC = b"SJSONLsc"
-#: Files with more records than this are split into chunks typed by worker processes.
-PARALLEL_MIN_RECORDS = 200_000
-_CHUNK_RECORDS = 100_000
+#: Files with this many records or more are typed in worker processes too (:mod:`sjsonl.parallel`). A worker
+#: takes ~0.3-0.5 s of CPU to start and typing costs 2.5-8 µs a record: below this the pool did not pay
+#: (``benchmarks/bench_parallel.py``: even at 400,000 records, 1 M records 1.2× on a shared 2-core machine).
+PARALLEL_MIN_RECORDS = 500_000
+_CHUNK_RECORDS = 50_000  # the unit of work: small enough to share out, large enough to cost ~0.1 s
 _SCALAR_KIND = {str: "str", bool: "bool", float: "float64", int: "int64"}
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -434,39 +435,34 @@ def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
     return schema_of_records(f.iter_good_records(lo, hi))
 
 
-def map_record_chunks(f: Any, fn: Any, workers: int, progress: bool | None, desc: str) -> Iterator[Any]:
+def map_record_chunks(
+    f: Any, fn: Any, workers: int | None, progress: bool | None, desc: str, min_records: int
+) -> Iterator[Any]:
     """``fn(f, lo, hi)`` over the record chunks of an :class:`~sjsonl.source.IndexedFile`, results in file
-    order, with a progress bar counting bytes. Files of :data:`PARALLEL_MIN_RECORDS` records or more run
-    in ``workers`` processes: decoding is CPU-bound Python; spawn, because callers (torch, MindSpore)
-    run threads that fork would copy in a locked state; an IndexedFile pickles by path."""
+    order, with a progress bar counting bytes. Files of ``min_records`` records or more run in ``workers``
+    processes (:mod:`sjsonl.parallel`: decoding is CPU-bound Python that holds the GIL; the pool never
+    re-runs the user's script); ``workers`` None means the workers ``f`` was opened with, else the default."""
     nbytes = int(f.end)
     bar = Progress(nbytes, f"{desc} {os.path.basename(f.path)}", progress)
     bounds = list(iter_chunks(f.n, _CHUNK_RECORDS))
     offsets = f.offsets
-
-    def done(lo: int, hi: int) -> None:
-        if bar.update:
-            bar.update((int(offsets[hi]) if hi < f.n else nbytes) - int(offsets[lo]))
-
+    if workers is None:  # e.g. load_dataset(num_proc=1): the dataset's own worker count holds here too
+        workers = getattr(f, "_index_args", {}).get("workers")
+    processes = worker_count(workers) if f.n >= min_records else 1
+    results = map_in_order(fn, bounds, processes, shared=f)  # f goes to each worker once
     try:
-        if workers > 1 and f.n >= PARALLEL_MIN_RECORDS:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(min(workers, len(bounds)), mp_context=ctx) as pool:
-                futures = [pool.submit(fn, f, lo, hi) for lo, hi in bounds]
-                for (lo, hi), fut in zip(bounds, futures):
-                    yield fut.result()
-                    done(lo, hi)
-        else:
-            for lo, hi in bounds:
-                yield fn(f, lo, hi)
-                done(lo, hi)
+        for (lo, hi), result in zip(bounds, results):
+            yield result
+            if bar.update:
+                bar.update((int(offsets[hi]) if hi < f.n else nbytes) - int(offsets[lo]))
     finally:
+        results.close()  # a pass left early (an error here): its workers end now
         bar.close()
 
 
-def _file_schema(f: Any, workers: int, progress: bool | None) -> RecordSchema:
+def _file_schema(f: Any, workers: int | None, progress: bool | None) -> RecordSchema:
     schema = RecordSchema()
-    for part in map_record_chunks(f, _chunk_schema, workers, progress, "schema"):
+    for part in map_record_chunks(f, _chunk_schema, workers, progress, "schema", PARALLEL_MIN_RECORDS):
         schema = schema.merge(part)  # merged in file order: column order is stable
     return schema
 
@@ -496,8 +492,8 @@ def infer_schema(
             of records (looked at once, not cached).
         sample: look at only ``sample`` evenly spaced records instead (nothing cached). Only on request:
             a value outside the sample can contradict the types (that is what the full pass rules out).
-        workers: processes for files of more than :data:`PARALLEL_MIN_RECORDS` records (default: the CPU
-            count, at most 8).
+        workers: processes for files of :data:`PARALLEL_MIN_RECORDS` records or more (default: the
+            ``workers`` the dataset was opened with, else the CPU count, at most 8; 1: in this process).
         progress: progress bar on stderr (default: for large files on a terminal).
         cache: read and write ``<stem>.index.schema`` beside each index.
 
@@ -521,7 +517,6 @@ def infer_schema(
             if j not in files[k].bad_records:  # a line left out under on_bad_lines="skip"
                 rows.append(files[k].record(j))
         return schema_of_records(rows)
-    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
     schema = RecordSchema()
     for f in files:
         part = _read_cache(f) if cache else None

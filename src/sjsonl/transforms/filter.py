@@ -3,8 +3,10 @@
 The predicate gets a row (or, with ``batched=True``, a batch as a dict of lists, and returns a list of
 bools), plus its position with ``with_indices`` and ``fn_kwargs``. Unlike ``map``, a filter cannot be lazy
 and keep random access — position *i* of the result depends on every row before it — so it runs once over
-the dataset, in ``num_proc`` processes when asked (forked: lambdas and closures work), and the result is an
-int64 array of the kept positions; the records themselves are never copied.
+the dataset, in ``num_proc`` processes when asked (:mod:`sjsonl.parallel`: they never re-run the user's
+script; lambdas and closures travel by value; a predicate that cannot travel, such as an instance of a class
+defined in the script, runs in this process with a warning), and the result is an int64 array of the kept
+positions; the records themselves are never copied.
 
 With ``cache_file_name=`` the kept positions are saved there (``.npy`` plus a ``.json`` key) and reused by
 later runs while the data files, the view and the functions are unchanged (``load_from_cache_file=False``
@@ -31,15 +33,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import multiprocessing
 import os
 import pickle
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..parallel import ShippingError, map_in_order
 from .map import rows_to_batch
 
 if TYPE_CHECKING:
@@ -47,7 +50,6 @@ if TYPE_CHECKING:
 
 _BLOCK = 1000
 _ACCEPTED = frozenset({"desc", "keep_in_memory", "writer_batch_size", "fn_kwargs_hash", "suffix_template"})
-_job: tuple | None = None  # (dataset, predicate) inherited by forked workers
 
 
 class _Predicate:
@@ -82,9 +84,8 @@ def _kept(ds: JSONLDataset, pred: _Predicate, lo: int, hi: int, batch_size: int)
     return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
-def _worker(span: tuple[int, int, int]) -> np.ndarray:
-    ds, pred = _job  # type: ignore[misc]
-    return _kept(ds, pred, *span)
+def _kept_job(job: tuple[JSONLDataset, _Predicate], lo: int, hi: int, batch_size: int) -> np.ndarray:
+    return _kept(*job, lo, hi, batch_size)
 
 
 def _fingerprint(obj: Any) -> Any:
@@ -173,19 +174,14 @@ def filter_dataset(
     if kept is None:
         n = len(ds)
         procs = max(1, min(int(num_proc or 1), n // size + 1))
-        if procs > 1 and "fork" in multiprocessing.get_all_start_methods():
-            global _job
-            bounds = np.linspace(0, n, procs * 4 + 1).astype(np.int64)
-            spans = [(int(a), int(b), size) for a, b in itertools.pairwise(bounds) if b > a]
-            _job = (ds, pred)  # forked workers inherit it: nothing is pickled, lambdas work
-            try:
-                with multiprocessing.get_context("fork").Pool(procs) as pool:
-                    parts = pool.map(_worker, spans)
-            finally:
-                _job = None
-            kept = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        else:
-            kept = _kept(ds, pred, 0, n, size)
+        bounds = np.linspace(0, n, procs * 4 + 1).astype(np.int64)
+        spans = [(int(a), int(b), size) for a, b in itertools.pairwise(bounds) if b > a]
+        try:  # the dataset and the predicate go to each worker once, a lambda by value (sjsonl.parallel)
+            parts = list(map_in_order(_kept_job, spans, procs, shared=(ds, pred)))
+        except ShippingError as exc:
+            warnings.warn(f"filter(num_proc={num_proc}) runs in this process: {exc}", stacklevel=3)
+            parts = [_kept(ds, pred, 0, n, size)]
+        kept = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         if path:
             _save(path, key, kept)
     return ds.select(kept.astype(np.int64, copy=False))

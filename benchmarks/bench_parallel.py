@@ -1,0 +1,78 @@
+"""The schema pass and the bad-line pass: in this process vs sjsonl's process pool (``sjsonl.parallel``).
+
+Each pass over the same file, same run: one process, then ``workers=2`` (this process and one worker
+process; the worker's start-up included: a pass pays it every time). What decides
+``schema.PARALLEL_MIN_RECORDS`` and ``badlines.PARALLEL_MIN_RECORDS``: the pool is used only where it beats
+one process.
+
+    python benchmarks/bench_parallel.py [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from common import median_seconds
+from sjsonl import JSONLDataset
+from sjsonl.badlines import _chunk as _bad_chunk
+from sjsonl.parallel import ProcessPool
+from sjsonl.schema import _chunk_schema, map_record_chunks
+
+COLUMNS = ["file", "records", "pass", "1 process s", "2 workers s", "speed-up", "worker start s"]
+
+
+def _start_one_worker() -> None:
+    with ProcessPool(1) as pool:
+        pool.submit(abs, -1).result()
+
+
+def _write(path: Path, n: int, wide: bool) -> Path:
+    with open(path, "w") as fh:
+        for i in range(n):
+            row: dict = {"id": i, "text": "r" * (i % 40)}  # the shape of issue #18's check
+            if wide:
+                row.update(score=i / 7, tags=["a", "b"][: i % 3], meta={"src": "x", "n": i}, flag=i % 2 == 0)
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def run(quick: bool) -> list[dict]:
+    rows = []
+    sizes = [100_000] if quick else [400_000, 1_000_000]
+    start = median_seconds(_start_one_worker, repeats=3)
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            for wide in (False, True):
+                path = _write(Path(tmp) / f"{n}-{'wide' if wide else 'narrow'}.jsonl", n, wide)
+                f = JSONLDataset(str(path))._files[0]
+                for name, fn in (("schema", _chunk_schema), ("bad lines", _bad_chunk)):
+
+                    def one_pass(workers: int, fn=fn, f=f, name=name) -> None:
+                        list(map_record_chunks(f, fn, workers, False, name, min_records=0))
+
+                    serial = median_seconds(lambda: one_pass(1), repeats=3, warmup=0)
+                    pooled = median_seconds(lambda: one_pass(2), repeats=3, warmup=0)
+                    rows.append({
+                        "file": f"{os.path.getsize(path) / n:.0f} B/record",
+                        "records": f"{n:,}",
+                        "pass": name,
+                        "1 process s": f"{serial:.3f}",
+                        "2 workers s": f"{pooled:.3f}",
+                        "speed-up": f"{serial / pooled:.2f}×",
+                        "worker start s": f"{start:.3f}",
+                    })  # fmt: skip
+                    print(rows[-1], flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from common import markdown_table
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
