@@ -1,12 +1,13 @@
 # Two commands do all the set-up on a fresh clone:
 #   make demo   — creates .venv with the core library and runs the demo on a generated sample
-#   make test   — creates .venv with every extra (torch CPU, MindSpore, 🤗 datasets, s3 …) and runs all tests
+#   make test   — creates .venv with every extra (torch CPU, MindSpore, 🤗 datasets, s3 …) and runs the tests
+#                 (all but the slow tier; `make test-slow` runs that, and CI runs both)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install -q --disable-pip-version-check -c constraints-test.txt
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-slow lint bench clean
 
 # setup.py builds the compiled newline scan, compact-index decoder and guarded map (optional: without a C
 # compiler their numpy twins and pread are used)
@@ -28,15 +29,19 @@ lint: $(VENV)/.all
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 
-# The whole suite with the compiled scan, then every scan and index test again with the numpy fallback
-# (tests/test_compact_index.py runs each test with both decoders already, in the first pass).
+# The README's test command: lint, then every test outside the slow tier, on every core.
+test: $(VENV)/.all lint
+	$(PY) -m pytest -q -m "not slow" -n auto --dist loadfile
+
+# The slow tier — chaos, big and many files, real trainers, plain user scripts and notebooks, packaging, the
+# full 🤗 differential — then every scan and index test again with the numpy fallback (the compact-index
+# tests run both decoders in the first pass already). CI runs it after `make test`.
 SCAN_TESTS := tests/test_scan.py tests/test_scan_stream.py tests/test_index_files.py \
 	tests/test_index_integrity.py tests/test_real_files.py tests/test_storage_blocks.py tests/test_bad_lines.py \
 	tests/test_append.py
-
-test: $(VENV)/.all lint
-	$(PY) -m pytest -q
-	SJSONL_SCAN=numpy $(PY) -m pytest -q $(SCAN_TESTS)
+test-slow: $(VENV)/.all
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -m slow -n auto --dist loadfile
+	SJSONL_SCAN=numpy HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n auto --dist loadfile $(SCAN_TESTS)
 
 bench: $(VENV)/.all
 	$(PIP) -e '.[bench]'

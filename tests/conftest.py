@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import settings
 
 # 🤗 must never reach the network, and must not write into the user's home.
 _HF_HOME = tempfile.mkdtemp(prefix="sjsonl-hf-")
@@ -18,6 +19,12 @@ os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(_HF_HOME, "datasets"))
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("GLOG_v", "3")  # keep MindSpore quiet
+
+# Hypothesis: a profile per tier — "fast" for the README's test command, "ci" for the slow tier in CI
+# (more examples, no deadline: a loaded machine must not fail a property). HYPOTHESIS_PROFILE picks one.
+settings.register_profile("fast", max_examples=40, deadline=None)
+settings.register_profile("ci", max_examples=150, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SJSONL_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -74,8 +81,24 @@ def run_unprivileged(code: str, *args: str, env: dict | None = None):
     return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=120)
 
 
+_SKIPPED: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped:
+        why = report.longrepr[-1] if isinstance(report.longrepr, tuple) else ""
+        _SKIPPED.append(f"{report.nodeid}: {why}")
+
+
 def pytest_sessionfinish(session, exitstatus):
-    """Fail the run if any test left an index (or anything else of ours) inside ../shared/data."""
+    """Fail the run if any test was skipped where nothing may be (SJSONL_NO_SKIPS=1: .ci/run, where every
+    extra and the shared data are installed), or left an index (or anything else of ours) inside
+    ../shared/data."""
+    if _SKIPPED and os.environ.get("SJSONL_NO_SKIPS") == "1":
+        print(f"\nERROR: {len(_SKIPPED)} test(s) skipped and SJSONL_NO_SKIPS=1:")
+        for line in _SKIPPED[:20]:
+            print("  " + line)
+        session.exitstatus = 1
     if not SHARED_DATA.is_dir():
         return
     stray = [p for p in SHARED_DATA.rglob("*") if p.name.endswith((".index.npy", ".meta.json", ".tmp"))]

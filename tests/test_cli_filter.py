@@ -111,7 +111,7 @@ def test_filter_replaces_atomically(tmp_path, data):
     out = cli("filter", bad, "id > 0", "-o", out_path, "--force")
     assert out.returncode == 1 and f"{bad}:2:" in out.stderr
     assert [json.loads(line)["id"] for line in out_path.read_text().splitlines()] == [3, 4]
-    left = sorted(p.name for p in tmp_path.iterdir() if not is_index_artifact(p.name))
+    left = sorted(p.name for p in tmp_path.iterdir() if not is_index_artifact(p))
     assert left == ["bad.jsonl", "in.jsonl", "out.jsonl"]
     skipped = cli("filter", bad, "id > 0", "-o", out_path, "--on-bad-lines", "skip", "--force")
     assert skipped.returncode == 0 and out_path.read_text() == '{"id": 9}\n'
