@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from sjsonl import JSONLDataset, StaleDataError
+from sjsonl import IndexFileError, JSONLDataset, StaleDataError
 from sjsonl.storage.local import CHECK_SECONDS, GUARDED, MappedFile
 
 from .conftest import missing
@@ -296,3 +296,37 @@ def test_opening_and_refreshing_while_a_writer_appends(tmp_path):
     assert lengths == sorted(lengths) and lengths[-1] > lengths[0] > 0
     final = JSONLDataset(path)
     assert [r["i"] for r in final] == list(range(len(path.read_bytes().splitlines())))
+
+
+def _shifted_reads(storage, by: int) -> None:
+    """Make ``storage`` return the bytes ``by`` further on: what wrong seek points do to a decompressor."""
+    real = type(storage).read
+    storage.read = lambda lo, hi: real(storage, lo + by, hi + by)
+
+
+@pytest.mark.parametrize("path_kind", ["ds[i]", "batch", "iteration"])
+def test_bytes_read_by_range_that_do_not_end_lines_are_never_records(tmp_path, path_kind):
+    """Storages read by ranges (compressed, remote: here pread) check that each record read ends a line.
+    Bytes from the wrong place (a decompressor started from wrong saved points) are read again once the
+    storage has dropped what it saved; if they still do not fit, the index is blamed — never a record."""
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(version(0, 300))
+    ds = JSONLDataset(path, mmap=False)
+    storage = ds._files[0].storage
+    read = {"ds[i]": lambda: [ds[i] for i in range(5, 300, 37)], "batch": lambda: ds[list(range(5, 300, 37))],
+            "iteration": lambda: list(ds)[5::37]}[path_kind]  # fmt: skip
+    expected = [{"v": 0, "i": i, "pad": ""} for i in range(5, 300, 37)]
+    _shifted_reads(storage, 3)
+    dropped = []
+
+    def distrust(why: str) -> bool:
+        dropped.append(why)
+        del storage.read  # what it saved is forgotten: reads are right again
+        return True
+
+    storage.distrust_saved_state = distrust
+    assert read() == expected and len(dropped) == 1 and "do not end lines" in dropped[0]
+    _shifted_reads(storage, 3)
+    storage.distrust_saved_state = lambda why: False
+    with pytest.raises(IndexFileError, match="do not end lines"):
+        read()

@@ -40,13 +40,20 @@ _READ_BYTES = 16 << 20
 
 
 def iter_blocks(
-    storage: Storage, offsets: Offsets, end: int, lo: int, hi: int
+    storage: Storage,
+    offsets: Offsets,
+    end: int,
+    lo: int,
+    hi: int,
+    read: Callable[[int, int, list[int]], bytes] | None = None,
 ) -> Iterator[tuple[Any, int, list[int]]]:
     """Records ``lo..hi`` block by block, as ``(buffer, base, bounds)``: record ``k`` of a block is
     ``buffer[bounds[k] : bounds[k + 1]]``, and ``buffer`` starts at byte ``base`` of the data.
 
     A memory-mapped storage is sliced in place (``base`` 0). Any other storage is read with ONE read per
-    block — at most :data:`_BLOCK` records and (unless one record is larger) :data:`_READ_BYTES` bytes.
+    block — at most :data:`_BLOCK` records and (unless one record is larger) :data:`_READ_BYTES` bytes —
+    by ``read(lo, hi, span_ends)`` (default ``storage.read(lo, hi)``; an :class:`IndexedFile` checks the
+    spans end lines).
 
     Example:
         >>> from sjsonl.storage import MemoryFile
@@ -70,7 +77,7 @@ def iter_blocks(
         if bounds[-1] - base > _READ_BYTES:  # long records: fewer of them per read
             cut = max(1, int(np.searchsorted(bounds, base + _READ_BYTES, side="right")) - 1)
             bounds = bounds[: cut + 1]
-        data = storage.read(base, bounds[-1])
+        data = storage.read(base, bounds[-1]) if read is None else read(base, bounds[-1], bounds[1:])
         yield data, base, [b - base for b in bounds]
         block_lo += len(bounds) - 1
 
@@ -85,6 +92,36 @@ def check_unchanged(storage: Storage) -> None:
         check = getattr(getattr(storage, "source", None), "check_unchanged", None)
     if check is not None:
         check()
+
+
+def ends_lines(data: bytes, lo: int, span_ends: list[int], data_end: int) -> bool:
+    """Whether every record span of ``data`` (the bytes from offset ``lo``) that ends at one of
+    ``span_ends`` ends a line, as indexed records do — but the data's last, which may lack a ``\\n``.
+
+    Example:
+        >>> ends_lines(b'[1]\\n[2]\\n[3]', 0, [4, 8, 11], 11), ends_lines(b'[1]\\n[2]', 0, [4, 7], 11)
+        (True, False)
+    """
+    last = [e - lo - 1 for e in span_ends if e < data_end]
+    if not last:
+        return True
+    if len(data) <= last[-1]:
+        return False
+    view = np.frombuffer(data, dtype=np.uint8)
+    return bool(np.all(view[last] == 0x0A))
+
+
+class _CheckedSpans:
+    """The hot path's buffer for storages read by ranges (compressed, remote): ``spans[a:b]`` reads the
+    record span ``[a, b)`` and checks it ends a line (see :meth:`IndexedFile.read_spans`)."""
+
+    __slots__ = ("file",)
+
+    def __init__(self, file: IndexedFile) -> None:
+        self.file = file
+
+    def __getitem__(self, key: slice) -> bytes:
+        return self.file.read_spans(key.start, key.stop, [key.stop])
 
 
 class IndexedFile:
@@ -171,9 +208,28 @@ class IndexedFile:
         itself."""
         hot = self._hot
         if hot is None:
+            mapped = getattr(self.storage, "buffer", None) is not None
+            buf = byte_view(self.storage) if mapped else _CheckedSpans(self)
             # ndarray.data is memoryview(self.offsets) (numpy's stubs type ndarray as a Buffer only on 3.12+)
-            hot = self._hot = (byte_view(self.storage), self.offsets.data, self.n - 1, self.end)
+            hot = self._hot = (buf, self.offsets.data, self.n - 1, self.end)
         return hot
+
+    def read_spans(self, lo: int, hi: int, span_ends: list[int]) -> bytes:
+        """Bytes ``[lo, hi)`` of a storage read by ranges, holding record spans that end at ``span_ends``
+        — checked to end lines. Where they do not, the bytes read are not the indexed ones: the data
+        changed (:class:`~sjsonl.errors.StaleDataError`), or what the storage saved to find them (gzip
+        seek points) is wrong — dropped, and read again — or, failing both, the index is corrupt."""
+        data = self.storage.read(lo, hi)
+        if ends_lines(data, lo, span_ends, self.end):
+            return data
+        check_unchanged(self.storage)
+        why = f"the records read at bytes [{lo}, {hi}) of {self.path} do not end lines"
+        distrust = getattr(self.storage, "distrust_saved_state", None)
+        if distrust is not None and distrust(why):
+            data = self.storage.read(lo, hi)
+            if ends_lines(data, lo, span_ends, self.end):
+                return data
+        raise IndexFileError(f"index {self.index_path} does not match {self.path}: {why} (a corrupt index)")
 
     def record(self, i: int, decode: Decoder | None = None) -> Any:
         """Record ``i`` (``0 <= i < n``, checked by the caller): one slice of the map, one parse."""
@@ -258,7 +314,7 @@ class IndexedFile:
     ) -> Iterator[Any]:
         """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic."""
         hi = self.n if hi is None else hi
-        for buf, base, bounds in iter_blocks(self.storage, self.offsets, self.end, lo, hi):
+        for buf, base, bounds in iter_blocks(self.storage, self.offsets, self.end, lo, hi, self.read_spans):
             if decode is not None:
                 yield from self.decode_spans(itertools.pairwise(bounds), decode, buf=buf, base=base)
                 continue
@@ -314,7 +370,10 @@ class IndexedFile:
                 runs.append([start, end, [k]])
         out: list[Any] = [None] * len(starts)
         blobs = read_many_ahead(self, [(lo, hi) for lo, hi, _ in runs])
-        for (lo, _hi, members), blob in zip(runs, blobs):
+        for (lo, hi, members), blob in zip(runs, blobs):
+            span_ends = sorted(ends[k] for k in members)
+            if not ends_lines(blob, lo, span_ends, self.end):
+                blob = self.read_spans(lo, hi, span_ends)
             spans = [(starts[k] - lo, ends[k] - lo) for k in members]
             for k, rec in zip(members, self.decode_spans(spans, decode, buf=blob, base=lo)):
                 out[k] = rec

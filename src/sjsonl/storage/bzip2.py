@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import require
-from ..sidecar import encode_sidecar
+from ..sidecar import encode_sidecar, warn_ignored
 from .base import DataStamp
 from .local import LocalFile
 from .seekable import SeekableStreamFile
@@ -96,6 +96,17 @@ class Bzip2File(SeekableStreamFile):
         checks) in new handles. (``line_starts``: as for gzip; blocks carry no data to check them against.)"""
         self._saved = SavedPoints(path, BZIP2_SEEK_MAGIC, "bzip2", stamp, index_checksum)
         self._size = stamp.size if stamp.size >= 0 else None
+
+    def distrust_saved_state(self, why: str) -> bool:
+        """Bytes read did not end lines where the index says records end: if block offsets were saved,
+        stop using them (one warning) and say so — the caller reads again. Else ``False``."""
+        saved = self._saved
+        if saved is None:
+            return False
+        warn_ignored(saved.path, why, saved.identity or why)
+        self._saved = None
+        self.reset_handles()
+        return True
 
     def _load_points(self) -> dict[int, int] | None:
         saved = self._saved

@@ -247,7 +247,7 @@ class GzipFile(_PerProcessHandle):
         try:
             return self._read(start, end)
         except DataFileError as exc:
-            if not self._drop_saved_points(f"decompressing from them failed: {exc}"):
+            if not self.distrust_saved_state(f"decompressing from them failed: {exc}"):
                 raise
         return self._read(start, end)  # from the start of the stream, as if no points had been saved
 
@@ -273,9 +273,10 @@ class GzipFile(_PerProcessHandle):
         except (OSError, ValueError) as exc:  # zran errors: not gzip, corrupt or truncated data
             raise self._failed(exc) from None
 
-    def _drop_saved_points(self, why: str) -> bool:
-        """After a failed read: if this process's handle started from the saved points, stop using them
-        (one warning) and say so — the caller reads again from the stream's start. Else ``False``."""
+    def distrust_saved_state(self, why: str) -> bool:
+        """After a failed read, or bytes that do not end lines where the index says records end: if this
+        process's handle started from the saved points, stop using them (one warning) and say so — the
+        caller reads again from the stream's start. Else ``False``."""
         if self._primed != os.getpid() or self._saved is None:
             return False
         warn_ignored(self._saved.path, why, self._saved.identity or why)  # once per version of the file
