@@ -11,7 +11,7 @@ import pytest
 import pyzstd
 
 from sjsonl import DataFileError, JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError
-from sjsonl.index.store import cache_index_path
+from sjsonl.index.store import cache_index_path, default_cache_dir
 from sjsonl.sample import write_corpus
 from sjsonl.storage.compressed import GzipFile
 from sjsonl.storage.remote import RemoteFile
@@ -36,7 +36,7 @@ def test_every_record_equals_the_source(bucket, raw):
     assert isinstance(ds._files[0].storage, RemoteFile) and ds.files == [url]
     check_every_access_path(ds, raw, singles=150)
     # the index lives in the cache directory, keyed by the URL; nothing was written to the bucket
-    assert ds.index_paths == [cache_index_path(url, os.environ["SJSONL_INDEX_DIR"])]
+    assert ds.index_paths == [cache_index_path(url, default_cache_dir())]
     assert bucket.keys() == ["dir/train.jsonl"]
     again = JSONLDataset(url, storage_options=bucket.options, build_index_on_load=False)
     assert again[3999] == json.loads(raw.splitlines()[3999])
@@ -106,7 +106,7 @@ def test_missing_object_and_indexer(bucket, raw, tmp_path):
     url = bucket.put("train.jsonl", raw)
     indexer = JSONLIndexer(url, check=True, storage_options=bucket.options)
     out = indexer.write_index_to_disk()
-    assert out == cache_index_path(url, os.environ["SJSONL_INDEX_DIR"])
+    assert out == cache_index_path(url, default_cache_dir())
     offsets = JSONLDataset(url, storage_options=bucket.options)._files[0].offsets
     assert np.load(out).tolist() == offsets.tolist()
 
