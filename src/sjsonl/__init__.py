@@ -39,6 +39,7 @@ from .loading import load_dataset
 from .mixture import MixtureDataset, concatenate_datasets, interleave_datasets
 from .prefetch import Prefetcher
 
+#: The one place the version is written (pyproject.toml reads it when building; `sjsonl --version`).
 __version__ = "0.1.0"
 
 __all__ = [
