@@ -38,10 +38,10 @@ test: $(VENV)/.all lint
 	$(PY) -m pytest -q
 	SJSONL_SCAN=numpy $(PY) -m pytest -q $(SCAN_TESTS)
 
+# Every suite: benchmarks/results/<suite>.json, then benchmarks/results/RESULTS.md and the README's figures
+# block generated from them (`benchmarks/run.py --only core,scan` re-runs some suites; `--quick` smoke-tests).
 bench: $(VENV)/.all
-	$(PIP) -e '.[bench]'
-	$(PY) benchmarks/run.py --out benchmarks/results.md
-	$(PY) benchmarks/plot.py
+	$(PY) benchmarks/run.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so

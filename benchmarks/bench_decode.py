@@ -8,7 +8,6 @@ what it skips — free for ASCII records, a decode of the bytes otherwise.)
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -19,7 +18,7 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, markdown_table, median_seconds
+from common import DATA_DIR, REPEATS, bench_main, figure, median_seconds
 from sjsonl import JSONLDataset
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
@@ -91,9 +90,25 @@ def _rows(path: str, n: int, ascii_only: bool) -> list[dict]:
         "json.loads line loop": lambda: _drain(json.loads(line) for line in lines),
         "orjson line loop": lambda: _drain(orjson.loads(line) for line in lines),
     }
-    times = {name: median_seconds(fn, repeats=5) for name, fn in variants.items()}
+    times = {name: median_seconds(fn) for name, fn in variants.items()}
     base = times["full parse (sjsonl)"]
     label = f"{n:,} records of 24 fields, {'ASCII' if ascii_only else 'some non-ASCII'}"
+    tag = "ascii" if ascii_only else "mixed"
+    for key, name, against in [
+        (f"full_{tag}", "full parse (sjsonl)", "orjson line loop"),
+        (f"fields_{tag}", 'fields=["id", "meta.lang"]', "full parse (sjsonl)"),
+        (f"select_{tag}", 'select_columns(["id"])', "full parse (sjsonl)"),
+        (f"schema_{tag}", "schema=Row (id, meta, text)", "full parse (sjsonl)"),
+    ]:
+        figure(
+            key,
+            n / times[name],
+            "rec/s",
+            what=f"iteration, `{name}`, {label}",
+            median_of=REPEATS,
+            baseline=f"`{against}`",
+            baseline_value=n / times[against],
+        )
     rows = [
         {
             "benchmark": f"iteration, {label}",
@@ -105,8 +120,17 @@ def _rows(path: str, n: int, ascii_only: bool) -> list[dict]:
         for name, t in times.items()
     ]
     idx = np.random.default_rng(0).integers(0, n, 5_000)
-    full_get = median_seconds(lambda: [ds[int(i)] for i in idx], repeats=5) / len(idx)
-    proj_get = median_seconds(lambda: [proj[int(i)] for i in idx], repeats=5) / len(idx)
+    full_get = median_seconds(lambda: [ds[int(i)] for i in idx]) / len(idx)
+    proj_get = median_seconds(lambda: [proj[int(i)] for i in idx]) / len(idx)
+    figure(
+        f"get_fields_{tag}",
+        proj_get * 1e6,
+        "µs",
+        median_of=REPEATS,
+        what=f'random `ds[i]` with `fields=["id", "meta.lang"]`, {label}',
+        baseline="a full parse",
+        baseline_value=full_get * 1e6,
+    )
     rows.append(
         {"benchmark": f"random ds[i], {label}", "variant": "full parse", "median": f"{full_get * 1e6:.1f} µs"}
     )
@@ -122,6 +146,4 @@ def _rows(path: str, n: int, ascii_only: bool) -> list[dict]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "5,000 records instead of 30,000")
