@@ -128,9 +128,19 @@ def interleaved_medians(
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
+    """Rows as a markdown table (a ``|`` inside a cell, as in ``gzip -dc | wc -l``, escaped).
+
+    >>> print(markdown_table([{"a": "x | y", "b": 1}], ["a", "b"]))
+    | a | b |
+    |---|---|
+    | x \\| y | 1 |
+    """
+
+    def cells(values: list[str]) -> str:
+        return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
+
+    lines = [cells(columns), "|" + "---|" * len(columns)]
+    lines += [cells([str(row.get(c, "")) for c in columns]) for row in rows]
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import HIGHER_IS_BETTER, LOWER_IS_BETTER
+from common import HIGHER_IS_BETTER, LOWER_IS_BETTER, markdown_table
 from run import REPO, format_value, load_results
 
 README = REPO / "README.md"
@@ -100,7 +100,7 @@ def render(docs: dict[str, dict]) -> str:
     absent = missing(docs)
     if absent:
         raise KeyError(f"no figure {', '.join(absent)} in benchmarks/results/ (run benchmarks/run.py)")
-    lines = ["| figure | value | baseline (same run) | ratio | suite |", "|---|---|---|---|---|"]
+    rows = []
     for key in KEYS:
         fig = lookup(docs, key)
         assert fig is not None
@@ -108,9 +108,17 @@ def render(docs: dict[str, dict]) -> str:
         base = fig.get("baseline", "—")
         if "baseline_value" in fig:
             base += " " + format_value(fig["baseline_value"], fig["unit"])
-        cells = [fig["what"], format_value(fig["value"], fig["unit"]), base, ratio(fig)]
-        cells.append(f"[`{key}`]({RESULTS_LINK}#{suite})" + (" (quick)" if docs[suite]["quick"] else ""))
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        link = f"[`{key}`]({RESULTS_LINK}#{suite})" + (" (quick)" if docs[suite]["quick"] else "")
+        rows.append(
+            {
+                "figure": fig["what"],
+                "value": format_value(fig["value"], fig["unit"]),
+                "baseline (same run)": base,
+                "ratio": ratio(fig),
+                "suite": link,
+            }
+        )
+    lines = [markdown_table(rows, ["figure", "value", "baseline (same run)", "ratio", "suite"])]
     used = sorted({key.partition(".")[0] for key in KEYS})
     quick = [s for s in used if docs[s]["quick"]]
     lines.append("")
