@@ -108,7 +108,7 @@ def bench_samplers(quick: bool) -> list[dict]:
         median_seconds(lambda: first_batch(ours_s)),
     )
     t_full_torch, t_full_ours = median_seconds(lambda: full(torch_s)), median_seconds(lambda: full(ours_s))
-    label = f"DistributedSampler, n = {n:.0e}, 2 ranks"
+    label = f"DistributedSampler, n = {n:,}, 2 ranks"
     figure(
         "sampler_first",
         t_first_ours * 1e3,

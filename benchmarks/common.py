@@ -144,13 +144,38 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
+def format_value(value: float, unit: str) -> str:
+    """``value`` with three significant digits (no exponent), thousands as ``k``/``M`` for rates.
+
+    >>> format_value(538123.0, "rec/s"), format_value(0.16149, "s"), format_value(1234.5, "ms")
+    ('538 k rec/s', '0.161 s', '1,234 ms')
+    """
+    prefix = ""
+    if unit.endswith("/s") and value >= 1e3:
+        value, prefix = (value / 1e6, "M ") if value >= 1e6 else (value / 1e3, "k ")
+    if value >= 1000:
+        number = f"{value:,.0f}"
+    elif value >= 100:
+        number = f"{value:.0f}"
+    elif value >= 10:
+        number = f"{value:.1f}"
+    elif value >= 1:
+        number = f"{value:.2f}"
+    else:
+        number = f"{value:.3g}"
+    return f"{number}{unit}" if unit in ("%", "×") else f"{number} {prefix}{unit}"
+
+
 def figures_table(figures: dict[str, dict]) -> str:
     """The figures as a markdown table (what a standalone run prints under its table)."""
     rows = [
         {
             "figure": key,
-            "value": f"{f['value']:.4g} {f['unit']}",
-            "baseline": f"{f.get('baseline', '')} {f.get('baseline_value', '')}".strip(),
+            "value": format_value(f["value"], f["unit"]),
+            "baseline": " ".join(
+                [f.get("baseline", "")]
+                + ([format_value(f["baseline_value"], f["unit"])] if "baseline_value" in f else [])
+            ).strip(),
             "what": f["what"],
         }
         for key, f in figures.items()

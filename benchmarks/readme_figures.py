@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import HIGHER_IS_BETTER, LOWER_IS_BETTER, markdown_table
-from run import REPO, format_value, load_results
+from common import HIGHER_IS_BETTER, LOWER_IS_BETTER, format_value, markdown_table
+from run import REPO, load_results
 
 README = REPO / "README.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"

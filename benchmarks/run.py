@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import markdown_table, take_figures
+from common import format_value, markdown_table, take_figures
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -145,28 +145,6 @@ def load_results(directory: Path = RESULTS_DIR) -> dict[str, dict]:
     docs = {p.stem: check(json.loads(p.read_text()), str(p)) for p in directory.glob("*.json")}
     order = [s for s in SUITES if s in docs] + sorted(s for s in docs if s not in SUITES)
     return {s: docs[s] for s in order}
-
-
-def format_value(value: float, unit: str) -> str:
-    """``value`` with three significant digits (no exponent), thousands as ``k``/``M`` for rates.
-
-    >>> format_value(538123.0, "rec/s"), format_value(0.16149, "s"), format_value(1234.5, "ms")
-    ('538 k rec/s', '0.161 s', '1,234 ms')
-    """
-    prefix = ""
-    if unit.endswith("/s") and value >= 1e3:
-        value, prefix = (value / 1e6, "M ") if value >= 1e6 else (value / 1e3, "k ")
-    if value >= 1000:
-        number = f"{value:,.0f}"
-    elif value >= 100:
-        number = f"{value:.0f}"
-    elif value >= 10:
-        number = f"{value:.1f}"
-    elif value >= 1:
-        number = f"{value:.2f}"
-    else:
-        number = f"{value:.3g}"
-    return f"{number}{unit}" if unit in ("%", "×") else f"{number} {prefix}{unit}"
 
 
 def provenance_line(doc: dict) -> str:
