@@ -149,6 +149,8 @@ def format_value(value: float, unit: str) -> str:
 
     >>> format_value(538123.0, "rec/s"), format_value(0.16149, "s"), format_value(1234.5, "ms")
     ('538 k rec/s', '0.161 s', '1,234 ms')
+    >>> format_value(0.99612, "P"), format_value(3.3, "%")
+    ('0.996', '3.30%')
     """
     prefix = ""
     if unit.endswith("/s") and value >= 1e3:
@@ -163,6 +165,8 @@ def format_value(value: float, unit: str) -> str:
         number = f"{value:.2f}"
     else:
         number = f"{value:.3g}"
+    if unit == "P":  # a probability: the number says it
+        return number
     return f"{number}{unit}" if unit in ("%", "×") else f"{number} {prefix}{unit}"
 
 
