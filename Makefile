@@ -43,10 +43,10 @@ test-slow: $(VENV)/.all
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -m slow -n auto --dist loadfile
 	SJSONL_SCAN=numpy HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n auto --dist loadfile $(SCAN_TESTS)
 
+# Every suite: benchmarks/results/<suite>.json, then benchmarks/results/RESULTS.md and the README's figures
+# block generated from them (`benchmarks/run.py --only core,scan` re-runs some suites; `--quick` smoke-tests).
 bench: $(VENV)/.all
-	$(PIP) -e '.[bench]'
-	$(PY) benchmarks/run.py --out benchmarks/results.md
-	$(PY) benchmarks/plot.py
+	$(PY) benchmarks/run.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, bench_main
+from common import DATA_DIR, REPEATS, bench_main, figure
 
 COLUMNS = ["benchmark", "median", "note"]
 
@@ -109,7 +109,9 @@ def run(quick: bool = False) -> list[dict]:
     write_corpus(root, files, records)
     prepared = time.perf_counter() - t0
     runs = []
-    for _ in range(3):  # fresh processes: the module state (e.g. which indexes were checked) starts empty
+    for _ in range(
+        REPEATS
+    ):  # fresh processes: the module state (e.g. which indexes were checked) starts empty
         code = f"import bench_billion as b, json; print(json.dumps(b.measure({root!r}, {files}, {records})))"
         here = os.path.dirname(os.path.abspath(__file__))
         done = subprocess.run(
@@ -118,6 +120,23 @@ def run(quick: bool = False) -> list[dict]:
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     med = {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
     n = f"{files * records:,} records in {files:,} files"
+    for key, value, unit, what in [
+        ("open", med["open_s"], "s", f"open a dataset of {n} (fresh process)"),
+        (
+            "open_allocated",
+            med["open_RssAnon"] - med["before_RssAnon"],
+            "MiB",
+            f"memory allocated by opening {n} (RssAnon)",
+        ),
+        (
+            "random_get",
+            med["random_us"],
+            "µs",
+            f"random `ds[i]` over {n}, first 10,000 (checks on first read)",
+        ),
+        ("sampler_first", med["sampler_ms"], "ms", f"DistributedSampler over {n}: first 256 indices"),
+    ]:
+        figure(key, value, unit, what=what, median_of=REPEATS)
     return [
         {"benchmark": "open the dataset", "median": f"{med['open_s']:.3f} s", "note": n},
         {"benchmark": "resident memory added by opening", "median":

@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, bench_main, corpus, markdown_table
+from common import DATA_DIR, REPEATS, bench_main, corpus, figure, markdown_table
 from sjsonl import JSONLDataset
 from sjsonl.sampling import BlockShuffle, Permutation
 
 COLUMNS = ["corpus", "access", "variant", "cache", "median", "vs warm baseline", "vs cold, no read-ahead"]
-RUNS = 3
+RUNS = REPEATS
 READAHEAD = 1024  # records hinted ahead (the default of ds.readahead())
 BLOCK, WINDOW = 256, 64  # block_shuffle defaults
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
@@ -78,6 +78,24 @@ def resident(path: Path) -> float:
         return float(np.frombuffer(vec, dtype=np.uint8).__and__(1).mean())
 
 
+def madvise_random(path: Path) -> None:
+    """``madvise(MADV_RANDOM)`` on every map of ``path`` in this process, found in ``/proc/self/maps``
+    (the guarded map the default read path uses does not expose its address)."""
+    target = str(path.resolve())
+    _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    advised = 0
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].rstrip("\n") == target:
+                lo, hi = (int(x, 16) for x in fields[0].split("-"))
+                if _LIBC.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), mmap.MADV_RANDOM) != 0:
+                    raise OSError(ctypes.get_errno(), f"madvise failed on the map of {path}")
+                advised += 1
+    if not advised:
+        raise RuntimeError(f"{path} is not mapped in this process: nothing to advise")
+
+
 def timed(path: Path, cold: bool, random_map: bool, body: Callable[[JSONLDataset], object]) -> float:
     """Seconds ``body`` takes on a fresh dataset, after evicting (cold) or reading (warm) the data.
 
@@ -90,7 +108,8 @@ def timed(path: Path, cold: bool, random_map: bool, body: Callable[[JSONLDataset
         raise RuntimeError(f"{path} is still in the page cache after POSIX_FADV_DONTNEED")
     ds = JSONLDataset(path)
     if random_map:
-        ds._files[0].storage.buffer().madvise(mmap.MADV_RANDOM)  # type: ignore[attr-defined]
+        ds._files[0].storage.buffer()  # mapped now, so that the advice reaches the map the reads use
+        madvise_random(path)
     t0 = time.perf_counter()
     body(ds)
     seconds = time.perf_counter() - t0
@@ -171,38 +190,99 @@ def bench_corpus(kind: str, nbytes: int, label: str) -> list[dict]:
                 }
             )
             print(rows[-1], file=sys.stderr, flush=True)
+            if access.startswith("random") and cold and not random_map:
+                figure(
+                    f"get_{kind}_cold",
+                    seconds / count * 1e6,
+                    "µs",
+                    median_of=RUNS,
+                    what=f"random `ds[i]`, cold page cache, {label}",
+                    baseline="the same reads, page-cached",
+                    baseline_value=baseline[access] / count * 1e6,
+                )
+            if variant == ra + ".shuffle(0)`" + off:
+                figure(
+                    f"readahead_{kind}",
+                    count / seconds,
+                    "rec/s",
+                    median_of=RUNS,
+                    what=f"cold shuffled pass, read-around off, `ds.readahead({READAHEAD})`, {label}",
+                    baseline="the same pass without read-ahead",
+                    baseline_value=count / cold_plain[(access, random_map)],
+                )
     return rows
 
 
-def shuffle_quality(n: int, orders: dict[str, tuple[np.ndarray, int]]) -> list[dict]:
-    """Per order (and the window ``B·W`` it is judged by): mean |displacement|, how often records adjacent
-    in the file end up close, and how many distinct 256-record stretches of the file a batch of 32 draws."""
+def order_quality(order: np.ndarray, span: int) -> dict[str, float]:
+    """Of one order (judged by the window ``span`` = B·W): mean |displacement| / n, how often records
+    adjacent in the file end up ≤ ``span`` and ≤ 1024 apart, and how many distinct 256-record stretches of
+    the file a batch of 32 draws."""
+    n = len(order)
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    gaps = np.abs(np.diff(position))  # output distance of records i and i+1 of the file
+    batches = order[: n - n % 32].reshape(-1, 32) // 256
+    return {
+        "displacement": float(np.abs(position - np.arange(n)).mean() / n),
+        "near_span": float((gaps <= span).mean()),
+        "near_1024": float((gaps <= 1024).mean()),
+        "stretches": float(np.mean([len(np.unique(b)) for b in batches[:4000]])),
+    }
+
+
+def shuffle_quality(orders: dict[str, tuple[np.ndarray, int]]) -> list[dict]:
     rows = []
     for name, (order, span) in orders.items():
-        position = np.empty(n, dtype=np.int64)
-        position[order] = np.arange(n)
-        gaps = np.abs(np.diff(position))  # output distance of records i and i+1 of the file
-        batches = order[: n - n % 32].reshape(-1, 32) // 256
-        distinct = np.mean([len(np.unique(b)) for b in batches[:4000]])
+        q = order_quality(order, span)
         rows.append(
             {
                 "order": name,
-                "mean abs(displacement) / n": f"{np.abs(position - np.arange(n)).mean() / n:.3f}",
-                "P(file neighbours ≤ B·W apart)": f"{(gaps <= span).mean():.3f} (B·W = {span})",
-                "P(≤ 1024 apart)": f"{(gaps <= 1024).mean():.3f}",
-                "distinct 256-record stretches per batch of 32": f"{distinct:.1f}",
+                "mean abs(displacement) / n": f"{q['displacement']:.3f}",
+                "P(file neighbours ≤ B·W apart)": f"{q['near_span']:.3f} (B·W = {span})",
+                "P(≤ 1024 apart)": f"{q['near_1024']:.3f}",
+                "distinct 256-record stretches per batch of 32": f"{q['stretches']:.1f}",
             }
         )
     return rows
 
 
-def quality_rows(n: int = 1_000_000) -> list[dict]:
+def quality_orders(n: int) -> dict[str, tuple[np.ndarray, int]]:
     pos = np.arange(n, dtype=np.int64)
     orders = {"exact `shuffle`": (Permutation(n, seed=0).take(pos), BLOCK * WINDOW)}
     for block, window in ((BLOCK, WINDOW), (64, 16), (1024, 64)):
         name = f"block_shuffle(block_size={block}, window={window})"
         orders[name] = (BlockShuffle(n, block, window).take(pos), block * window)
-    return shuffle_quality(n, orders)
+    return orders
+
+
+def quality_rows(n: int = 1_000_000) -> list[dict]:
+    return shuffle_quality(quality_orders(n))
+
+
+def quality_figures(n: int = 1_000_000) -> None:
+    """Block shuffle at its defaults against the exact shuffle (deterministic: no timing)."""
+    orders = quality_orders(n)
+    exact = order_quality(*orders["exact `shuffle`"])
+    block = order_quality(*orders[f"block_shuffle(block_size={BLOCK}, window={WINDOW})"])
+    name = f"`block_shuffle(0)` (B={BLOCK}, W={WINDOW}), n = {n:,}"
+    figure(
+        "block_neighbours",
+        block["near_span"],
+        "P",
+        median_of=1,
+        what=f"{name}: records adjacent in the file ending ≤ B·W apart",
+        baseline="exact shuffle",
+        baseline_value=exact["near_span"],
+    )
+    figure(
+        "block_stretches",
+        block["stretches"],
+        "stretches",
+        median_of=1,
+        what=f"{name}: distinct 256-record stretches of the file in a batch of 32",
+        baseline="exact shuffle",
+        baseline_value=exact["stretches"],
+    )
 
 
 def run(quick: bool) -> list[dict]:
@@ -210,6 +290,7 @@ def run(quick: bool) -> list[dict]:
     rows = []
     for kind in ("short", "long"):
         rows += bench_corpus(kind, nbytes, f"{kind}, {nbytes >> 20} MiB")
+    quality_figures()
     return rows
 
 

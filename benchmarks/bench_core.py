@@ -8,21 +8,24 @@ a bare memory map + ``orjson.loads``, seek + readline + ``json.loads``, an orjso
 
 from __future__ import annotations
 
-import argparse
 import json
 import mmap
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import orjson
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import corpus, markdown_table, median_seconds
+from common import REPEATS, bench_main, corpus, figure, median_seconds
 from sjsonl import JSONLDataset, JSONLIndexer
+from sjsonl.index import scan
 from sjsonl.index.scan import CHUNK_BYTES, _buffer_load, _buffer_peek, _ChunkScanner, offset_dtype
 
 
@@ -65,17 +68,45 @@ _RSS = (
 )
 
 
-def bench_index(path, label: str) -> list[dict]:
+def bench_index(path, label: str, kind: str) -> list[dict]:
     wc = median_seconds(lambda: wc_l(path))
     ours = median_seconds(lambda: JSONLIndexer(path).populate_index())
     one = median_seconds(lambda: JSONLIndexer(path, workers=1).populate_index())
     with ProcessPoolExecutor(2) as pool:
         procs = median_seconds(lambda: process_indexer(path, pool))
-    readline = median_seconds(lambda: readline_indexer(path), repeats=3)
+    readline = median_seconds(lambda: readline_indexer(path))
     size = os.path.getsize(path)
     rss_base = peak_rss_mb(_RSS.format(body="import numpy, orjson, sjsonl"))
     rss_ours = peak_rss_mb(
         _RSS.format(body=f"import sjsonl\nsjsonl.JSONLIndexer({str(path)!r}).populate_index()")
+    )
+    how = f"{'compiled' if scan.NATIVE is not None else 'numpy'} scan, 2 threads"
+    figure(
+        f"build_{kind}",
+        ours,
+        "s",
+        what=f"index build, {label} ({how})",
+        median_of=REPEATS,
+        baseline="`wc -l`",
+        baseline_value=wc,
+    )
+    figure(
+        f"build_{kind}_vs_readline",
+        ours,
+        "s",
+        what=f"index build, {label} ({how})",
+        median_of=REPEATS,
+        baseline="a Python readline indexer",
+        baseline_value=readline,
+    )
+    figure(
+        f"rss_{kind}",
+        rss_ours,
+        "MB",
+        what=f"peak RSS of a process indexing {label}",
+        median_of=1,
+        baseline="Python + numpy + sjsonl imported",
+        baseline_value=rss_base,
     )
     n = len(readline_indexer(path)) if size < (64 << 20) else None
     rows = [
@@ -127,7 +158,7 @@ def bench_index(path, label: str) -> list[dict]:
     return rows
 
 
-def bench_access(path, label: str, n_reads: int = 200_000) -> list[dict]:
+def bench_access(path, label: str, kind: str, n_reads: int = 200_000) -> list[dict]:
     indexer = JSONLIndexer(path)
     indexer.write_index_to_disk()
     open_s = median_seconds(lambda: JSONLDataset(path, build_index_on_load=False), repeats=21)
@@ -161,11 +192,55 @@ def bench_access(path, label: str, n_reads: int = 200_000) -> list[dict]:
             pass
 
     t_bare, t_ours = median_seconds(bare), median_seconds(ours)
-    t_seek = median_seconds(seek_readline, repeats=3)
+    t_seek = median_seconds(seek_readline)
     t_loop, t_iter = median_seconds(line_loop), median_seconds(iterate)
     projected = ds.select_columns(["id"])
     t_proj = median_seconds(lambda: sum(1 for _ in projected))
     us = 1e6 / n_reads
+    n = len(ds)
+    figure(
+        f"get_{kind}",
+        t_ours * us,
+        "µs",
+        what=f"random `ds[i]`, {label}",
+        median_of=REPEATS,
+        baseline="bare mmap slice + `orjson.loads`",
+        baseline_value=t_bare * us,
+    )
+    figure(
+        f"get_{kind}_vs_seek_readline",
+        t_ours * us,
+        "µs",
+        what=f"random `ds[i]`, {label}",
+        median_of=REPEATS,
+        baseline="seek + readline + `json.loads`",
+        baseline_value=t_seek * us,
+    )
+    figure(
+        f"iter_{kind}",
+        n / t_iter,
+        "rec/s",
+        what=f"`for r in ds`, {label}",
+        median_of=REPEATS,
+        baseline="orjson line loop",
+        baseline_value=n / t_loop,
+    )
+    figure(
+        f"select_{kind}",
+        n / t_proj,
+        "rec/s",
+        what=f'`select_columns(["id"])`, {label}',
+        median_of=REPEATS,
+        baseline="`for r in ds`",
+        baseline_value=n / t_iter,
+    )
+    figure(
+        f"open_{kind}",
+        open_s * 1e3,
+        "ms",
+        median_of=21,
+        what=f"`JSONLDataset(path)`, index on disk (verified once per process), {label}, {n:,} records",
+    )
     return [
         {
             "benchmark": f"random `ds[i]`, {label}",
@@ -219,6 +294,16 @@ def bench_access(path, label: str, n_reads: int = 200_000) -> list[dict]:
     ]
 
 
+def _hf_load_seconds(datasets, path, root: str) -> float:
+    """Seconds of one ``load_dataset("json")`` into an empty cache (the Arrow conversion), cache removed."""
+    cache = tempfile.mkdtemp(dir=root)
+    t0 = time.perf_counter()
+    datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=cache)
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(cache, ignore_errors=True)
+    return seconds
+
+
 def bench_hf(path, label: str, n_reads: int = 20_000) -> list[dict]:
     try:
         import datasets
@@ -228,27 +313,43 @@ def bench_hf(path, label: str, n_reads: int = 20_000) -> list[dict]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     datasets.disable_progress_bars()
     wc = median_seconds(lambda: wc_l(path))
-    cache = tempfile.mkdtemp(prefix="sjsonl-bench-hf-")
-    t_load = median_seconds(
-        lambda: datasets.load_dataset(
-            "json", data_files=str(path), split="train", cache_dir=tempfile.mkdtemp(dir=cache)
-        ),
-        repeats=1,
-        warmup=0,
+    root = tempfile.mkdtemp(prefix="sjsonl-bench-hf-")
+    try:
+        t_load = statistics.median(_hf_load_seconds(datasets, path, root) for _ in range(REPEATS))
+        hf = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=root)
+        ds = JSONLDataset(path)
+        picks = np.random.default_rng(1).integers(0, len(ds), size=n_reads).tolist()
+        t_hf = median_seconds(lambda: [hf[i] for i in picks])
+        t_ours = median_seconds(lambda: [ds[i] for i in picks])
+        t_index = median_seconds(lambda: JSONLIndexer(path).populate_index())
+
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    figure(
+        "hf_load",
+        t_index,
+        "s",
+        what=f"index build, {label}",
+        median_of=REPEATS,
+        baseline='🤗 `load_dataset("json")` (Arrow conversion)',
+        baseline_value=t_load,
     )
-    hf = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=cache)
-    ds = JSONLDataset(path)
-    picks = np.random.default_rng(1).integers(0, len(ds), size=n_reads).tolist()
-    t_hf = median_seconds(lambda: [hf[i] for i in picks], repeats=3)
-    t_ours = median_seconds(lambda: [ds[i] for i in picks], repeats=3)
-    t_index = median_seconds(lambda: JSONLIndexer(path).populate_index())
+    figure(
+        "hf_get",
+        t_ours / n_reads * 1e6,
+        "µs",
+        what=f"random `ds[i]`, {label}",
+        median_of=REPEATS,
+        baseline="🤗 `ds[i]` on the converted dataset",
+        baseline_value=t_hf / n_reads * 1e6,
+    )
     return [
         {
             "benchmark": f"🤗 datasets, {label}",
             "variant": '`load_dataset("json")` (Arrow conversion)',
             "median": f"{t_load:.2f} s",
             "ratio": f"{t_load / wc:.0f}× wc",
-            "note": f"sjsonl index: {t_index:.3f} s ({t_load / t_index:.0f}× faster), 1 run",
+            "note": f"sjsonl index: {t_index:.3f} s ({t_load / t_index:.0f}× faster)",
         },
         {
             "benchmark": f"🤗 datasets, {label}",
@@ -265,8 +366,10 @@ def run(quick: bool = False) -> list[dict]:
     short_path = corpus("short", (16 if quick else 256) << 20)
     long_label = "long records, " + ("64 MiB" if quick else "1 GiB")
     short_label = "short records, " + ("16 MiB" if quick else "256 MiB")
-    rows = bench_index(long_path, long_label) + bench_index(short_path, short_label)
-    rows += bench_access(short_path, short_label) + bench_access(long_path, long_label, 50_000)
+    rows = bench_index(long_path, long_label, "long") + bench_index(short_path, short_label, "short")
+    rows += bench_access(short_path, short_label, "short") + bench_access(
+        long_path, long_label, "long", 50_000
+    )
     rows += bench_hf(short_path, short_label)
     return rows
 
@@ -274,6 +377,4 @@ def run(quick: bool = False) -> list[dict]:
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small corpora, for a smoke run")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "small corpora, for a smoke run")

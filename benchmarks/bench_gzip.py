@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, bench_main, corpus, median_seconds
+from common import DATA_DIR, REPEATS, bench_main, corpus, environ, figure, median_seconds
 from sjsonl import JSONLDataset, JSONLIndexer
 from sjsonl.storage import gzip_build
 from sjsonl.storage.compressed import GZIP_SPACING
@@ -70,15 +70,8 @@ def _shell(cmd: str) -> None:
 
 def _with_backend(backend: str, fn: Callable[[], object]) -> Callable[[], object]:
     def run():
-        before = os.environ.get(gzip_build.BUILD_ENV)
-        os.environ[gzip_build.BUILD_ENV] = backend
-        try:
+        with environ(gzip_build.BUILD_ENV, backend):
             return fn()
-        finally:
-            if before is None:
-                del os.environ[gzip_build.BUILD_ENV]
-            else:
-                os.environ[gzip_build.BUILD_ENV] = before
 
     return run
 
@@ -131,12 +124,12 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
     assert np.array_equal(built["indexed_gzip"], built["rapidgzip"]), f"{gz}: offsets differ"
 
     # ---- index build
-    zcat = median_seconds(lambda: _shell(f"gzip -dc {gz} | wc -l"), repeats=3)
-    igz = median_seconds(lambda: _igz_pass(gz), repeats=3)
+    zcat = median_seconds(lambda: _shell(f"gzip -dc {gz} | wc -l"))
+    igz = median_seconds(lambda: _igz_pass(gz))
     row("index build", "`gzip -dc | wc -l` (baseline)", f"{zcat:.3f} s", "1.00× zcat")
     row("index build", "indexed_gzip bare pass", f"{igz:.3f} s", f"{igz / zcat:.2f}× zcat", "+ seek points")
     for threads in (1, 2):
-        t = median_seconds(lambda n=threads: _rapidgzip_pass(gz, n), repeats=3)
+        t = median_seconds(lambda n=threads: _rapidgzip_pass(gz, n))
         row(
             "index build",
             f"rapidgzip bare pass, {threads} thread{'s' * (threads > 1)}",
@@ -146,7 +139,7 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
         )
     sjsonl_build = {}
     for backend in BACKENDS:
-        t = median_seconds(_with_backend(backend, lambda: JSONLIndexer(gz).populate_index()), repeats=3)
+        t = median_seconds(_with_backend(backend, lambda: JSONLIndexer(gz).populate_index()))
         sjsonl_build[backend] = t
         faster = sjsonl_build["indexed_gzip"] / t
         row(
@@ -155,6 +148,25 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
             f"{t:.3f} s",
             f"{t / zcat:.2f}× zcat" + (f", {faster:.2f}× faster" if backend == "rapidgzip" else ""),
         )
+    what = f"`.gz` index build, {label}, rapidgzip"
+    figure(
+        f"build_{kind}",
+        sjsonl_build["rapidgzip"],
+        "s",
+        what=what,
+        median_of=REPEATS,
+        baseline="`gzip -dc | wc -l`",
+        baseline_value=zcat,
+    )
+    figure(
+        f"build_{kind}_vs_indexed_gzip",
+        sjsonl_build["rapidgzip"],
+        "s",
+        what=what,
+        median_of=REPEATS,
+        baseline="the same build with indexed_gzip",
+        baseline_value=sjsonl_build["indexed_gzip"],
+    )
 
     # ---- random ds[i]: sjsonl reads through indexed_gzip, from either build's points; bare readers
     datasets = {}
@@ -168,17 +180,28 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
     rng = np.random.default_rng(0)
 
     def timed(read_all: Callable[[list[int]], object]) -> float:
-        return median_seconds(lambda: read_all(rng.integers(0, n, singles).tolist()), repeats=3) / singles
+        return median_seconds(lambda: read_all(rng.integers(0, n, singles).tolist())) / singles
 
-    base = None
+    base, per_backend = None, {}
     for backend, ds in datasets.items():
         t = timed(lambda picks, ds=ds: [ds[i] for i in picks])
-        base = base or t
+        base, per_backend[backend] = base or t, t
         row("random `ds[i]`", f"sjsonl, points built by {backend}", f"{t * 1e3:.2f} ms", f"{t / base:.2f}×")
     with indexed_gzip.IndexedGzipFile(gz, drop_handles=False, buffer_size=4096) as f:
         f.import_index(fileobj=io.BytesIO(points))
         t = timed(lambda picks: _bare_reads(lambda a, b: f.raw.pread(b - a, a), offsets, picks))
     row("random `ds[i]`", "bare indexed_gzip pread + orjson", f"{t * 1e3:.2f} ms", f"{t / base:.2f}×")
+    bare_igz = t
+    what = f"random `ds[i]`, `.gz`, {label} (seek points from rapidgzip, the default build)"
+    figure(
+        f"get_{kind}",
+        per_backend["rapidgzip"] * 1e3,
+        "ms",
+        what=what,
+        median_of=REPEATS,
+        baseline="bare indexed_gzip read + `orjson.loads`",
+        baseline_value=bare_igz * 1e3,
+    )
     for threads in (1, 2):
         with rapidgzip.RapidgzipFile(gz, parallelization=threads, chunk_size=GZIP_SPACING) as r:
             r.import_index(io.BytesIO(points))
@@ -195,6 +218,16 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
             f"{t / base:.2f}×",
             "same seek points; chunk cache",
         )
+        if threads == 1:
+            figure(
+                f"rapidgzip_get_{kind}",
+                t * 1e3,
+                "ms",
+                what=f"bare rapidgzip random read, {label}",
+                median_of=REPEATS,
+                baseline="bare indexed_gzip read",
+                baseline_value=bare_igz * 1e3,
+            )
 
     # ---- reopen + read the last record, with the seek points saved beside the index
     def reopen_and_read_last(index_dir: str) -> None:
@@ -203,7 +236,7 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
     for backend in BACKENDS:
         index_dir = os.path.join(index_root, f"{kind}-{backend}")
         seek_file = str(datasets[backend].index_paths[0])[: -len(".npy")] + ".seekpoints"
-        t = median_seconds(lambda d=index_dir: reopen_and_read_last(d), repeats=5)
+        t = median_seconds(lambda d=index_dir: reopen_and_read_last(d))
         row(
             "reopen .gz + read the last record",
             f"seek points saved by the {backend} build",
@@ -212,7 +245,7 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
             f"{os.path.getsize(seek_file) / 1e6:.1f} MB .seekpoints",
         )
     os.unlink(seek_file)
-    t = median_seconds(lambda d=index_dir: reopen_and_read_last(d), repeats=3)
+    t = median_seconds(lambda d=index_dir: reopen_and_read_last(d))
     row(
         "reopen .gz + read the last record",
         "no saved seek points (reference)",
@@ -226,11 +259,10 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
 def run(quick: bool = False) -> list[dict]:
     mb = 16 if quick else 256
     index_root = tempfile.mkdtemp(prefix="sjsonl-bench-gzip-")
-    os.environ["SJSONL_INDEX_DIR"] = index_root  # fresh indexes; never beside the cached corpora
     try:
-        return [
-            r for kind in ("short", "long") for r in _one_corpus(kind, mb, index_root, 100 if quick else 400)
-        ]
+        with environ("SJSONL_INDEX_DIR", index_root):  # fresh indexes; never beside the cached corpora
+            singles = 100 if quick else 400
+            return [r for kind in ("short", "long") for r in _one_corpus(kind, mb, index_root, singles)]
     finally:
         shutil.rmtree(index_root, ignore_errors=True)
 

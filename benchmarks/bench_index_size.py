@@ -5,7 +5,7 @@ index is built both ways into empty directories (``JSONLDataset(path, compact=Fa
 then writing — and for compact, encoding, then mapping and verifying the file written), the spans of
 the two are checked equal, then each is timed in the same process, alternating: random ``ds[i]`` over
 the same 200,000 positions, the bare offset lookup of the hot path (``bounds[i]``), and iterating the
-first 200,000 records in order. Medians of 5 runs (builds: 3).
+first 200,000 records in order. Medians of 5 runs.
 
     python benchmarks/bench_index_size.py [--quick]
 """
@@ -15,15 +15,13 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import bench_main, corpus
+from common import REPEATS, bench_main, corpus, figure, interleaved_medians, median_seconds
 from sjsonl import JSONLDataset
 from sjsonl.index import packed
 
@@ -31,29 +29,10 @@ COLUMNS = ["corpus", "measure", "plain", "compact", "compact / plain"]
 SAMPLE = 200_000
 
 
-def _median(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def _paired(fns: dict[str, object], runs: int) -> dict[str, float]:
-    """Median seconds of each function, the runs interleaved so drift hits both alike."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(runs):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()  # type: ignore[operator]
-            times[name].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def _one(kind: str, n_bytes: int, work: str) -> list[dict]:
     path = str(corpus(kind, n_bytes))
     label = f"{kind} {n_bytes >> 20} MiB"
+    name = f"{kind} records, {n_bytes >> 20} MiB"
     dirs = {c: os.path.join(work, f"{kind}-{c}") for c in ("plain", "compact")}
 
     def build(compact: bool):
@@ -63,7 +42,7 @@ def _one(kind: str, n_bytes: int, work: str) -> list[dict]:
 
         return run
 
-    builds = {c: _median(build(c == "compact"), 3) for c in ("plain", "compact")}
+    builds = {c: median_seconds(build(c == "compact"), warmup=0) for c in ("plain", "compact")}
     ds = {c: JSONLDataset(path, index_dir=dirs[c]) for c in ("plain", "compact")}
     files = {c: d._files[0] for c, d in ds.items()}
     assert files["compact"].index_path.endswith(".packed") and files["plain"].index_path.endswith(".npy")
@@ -85,10 +64,28 @@ def _one(kind: str, n_bytes: int, work: str) -> list[dict]:
     def sequential(d):
         return lambda: sum(1 for _ in itertools.islice(d, SAMPLE))
 
-    reads = _paired({c: random_reads(d) for c, d in ds.items()}, 5)
-    look = _paired({c: lookups(f) for c, f in files.items()}, 5)
-    seq = _paired({c: sequential(d) for c, d in ds.items()}, 5)
+    reads = interleaved_medians({c: random_reads(d) for c, d in ds.items()}, warmup=0)
+    look = interleaved_medians({c: lookups(f) for c, f in files.items()}, warmup=0)
+    seq = interleaved_medians({c: sequential(d) for c, d in ds.items()}, warmup=0)
     per_seq = min(SAMPLE, n)
+    figure(
+        f"bytes_{kind}",
+        size["compact"],
+        "B/rec",
+        what=f"compact index, {name}, {n:,} records",
+        median_of=1,
+        baseline="the plain `.npy` index",
+        baseline_value=size["plain"],
+    )
+    figure(
+        f"get_{kind}",
+        reads["compact"] / SAMPLE * 1e6,
+        "µs",
+        what=f"random `ds[i]`, compact index, {name}",
+        median_of=REPEATS,
+        baseline="the plain index",
+        baseline_value=reads["plain"] / SAMPLE * 1e6,
+    )
 
     def row(measure: str, values: dict[str, float], fmt: str) -> dict:
         return {

@@ -23,10 +23,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, markdown_table
+from common import DATA_DIR, REPEATS, figure, figures_table, markdown_table, take_figures
 
 COLUMNS = ["corpus", "operation", "this checkout", "baseline", "ratio", "note"]
 NAN_EVERY = (1000, 1)  # corpora with NaN in one record of every 1000, and in every record (the worst case)
+
+
+def nan_name(every: int) -> str:
+    return "NaN in every record" if every == 1 else f"NaN in 1 of {every}"
+
+
+#: Figure-key tags of the NaN corpora, by name.
+TAGS = {nan_name(every): "nan_all" if every == 1 else f"nan_1in{every}" for every in NAN_EVERY}
 
 
 def corpora(n: int) -> dict[str, Path]:
@@ -47,7 +55,7 @@ def corpora(n: int) -> dict[str, Path]:
                 for i, line in enumerate(src):
                     dst.write(b'{"score": NaN, ' + line[1:] if i % every == 0 else line)
             os.replace(tmp, with_nan)
-        out["NaN in every record" if every == 1 else f"NaN in 1 of {every}"] = with_nan
+        out[nan_name(every)] = with_nan
     return out
 
 
@@ -90,7 +98,7 @@ def _measure(src: str, path: Path, index_dir: str, reads: int) -> dict[str, floa
 
 def run(quick: bool = False, baseline: str | None = None, rounds: int | None = None) -> list[dict]:
     """The table's rows (``benchmarks/run.py`` calls ``run(quick)``: this checkout alone)."""
-    rounds = rounds or (3 if quick else 7)
+    rounds = rounds or (REPEATS if quick else 7)
     here = str(Path(__file__).resolve().parent.parent / "src")
     n = 20_000 if quick else 200_000
     versions = {"this checkout": here, **({"baseline": baseline} if baseline else {})}
@@ -118,6 +126,18 @@ def run(quick: bool = False, baseline: str | None = None, rounds: int | None = N
                 row[version] = f"{medians[version]:.2f} µs (range {spread})"
             if len(medians) == 2:
                 row["ratio"] = f"{medians['this checkout'] / medians['baseline']:.3f}×"
+            plain = [v for v in found[("no NaN", op, "this checkout")] if v is not None]
+            if name in TAGS and "this checkout" in medians and len(plain) == rounds:
+                key = f"{'get' if op.startswith('random') else 'iter'}_{TAGS[name]}"
+                figure(
+                    key,
+                    medians["this checkout"],
+                    "µs",
+                    what=f"{op} per record, {name} ({n:,} short records)",
+                    median_of=rounds,
+                    baseline="the same corpus without NaN",
+                    baseline_value=statistics.median(plain),
+                )
             row["note"] = f"median of {rounds} processes"
             rows.append(row)
     return rows
@@ -127,11 +147,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="20k records, 3 rounds: a smoke run")
+    parser.add_argument("--quick", action="store_true", help="20k records, 5 rounds: a smoke run")
     parser.add_argument("--baseline", help="another checkout's src directory, measured in the same run")
     parser.add_argument("--rounds", type=int, default=None, help="processes per measurement (default 7)")
     args = parser.parse_args()
     print(markdown_table(run(args.quick, args.baseline, args.rounds), COLUMNS))
+    print("\n" + figures_table(take_figures()))
 
 
 if __name__ == "__main__":

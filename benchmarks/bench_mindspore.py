@@ -30,7 +30,7 @@ import time
 os.environ.setdefault("GLOG_v", "3")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(__file__))
-from common import bench_main, corpus
+from common import REPEATS, bench_main, corpus, figure
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
 BATCH = 32
@@ -131,7 +131,7 @@ def _ttfb(make, repeats: int) -> float:
     return statistics.median(times)
 
 
-def _ttfb_rows(path: str, work: str, repeats_hf: int) -> list[dict]:
+def _ttfb_rows(path: str, work: str) -> list[dict]:
     """Time to first batch: a first run (no index / empty 🤗 cache: building them is part of the time), a
     second run (index / Arrow cache reused), and streaming (neither). The first run of sjsonl goes four
     ways: column types from every row (the default), from 1,000 sampled rows, ``early_start=True`` (rows
@@ -139,31 +139,42 @@ def _ttfb_rows(path: str, work: str, repeats_hf: int) -> list[dict]:
     size = f"{os.path.getsize(path) >> 20} MiB"
     fresh = lambda **kw: lambda k: sjsonl_route(path, _fresh_dir(work, f"idx{k}"), **kw)  # noqa: E731
     reused = lambda **kw: lambda k: sjsonl_route(path, os.path.join(work, "idx0"), **kw)  # noqa: E731
-    scenarios = [
-        ("first run", lambda k: mindnlp_route(path, _fresh_dir(work, f"hf{k}")), repeats_hf, [
-            ("sjsonl (types from every row)", fresh()),
-            ("sjsonl, infer_rows=1000", fresh(infer_rows=1000)),
-            ("sjsonl, early_start=True", fresh(early_start=True)),
-            (f"sjsonl, early_start=True, batch_size={BATCH}", fresh(early_start=True, batch_size=BATCH)),
+    scenarios = [  # (label, the MindNLP route, [(variant, the sjsonl route, figure key)])
+        ("first run", lambda k: mindnlp_route(path, _fresh_dir(work, f"hf{k}")), [
+            ("sjsonl (types from every row)", fresh(), "ttfb_first_default"),
+            ("sjsonl, infer_rows=1000", fresh(infer_rows=1000), "ttfb_first_infer_rows"),
+            ("sjsonl, early_start=True", fresh(early_start=True), "ttfb_first_early"),
+            (f"sjsonl, early_start=True, batch_size={BATCH}", fresh(early_start=True, batch_size=BATCH),
+             "ttfb_first_early_batch"),
         ]),
-        ("cache / index reused", lambda k: mindnlp_route(path, os.path.join(work, "hf0")), 3, [
-            ("sjsonl", reused()),
-            (f"sjsonl, batch_size={BATCH}", reused(batch_size=BATCH)),
+        ("cache / index reused", lambda k: mindnlp_route(path, os.path.join(work, "hf0")), [
+            ("sjsonl", reused(), "ttfb_reused"),
+            (f"sjsonl, batch_size={BATCH}", reused(batch_size=BATCH), "ttfb_reused_batch"),
         ]),
-        ("streaming=True", lambda k: mindnlp_route(path, os.path.join(work, "hf0"), streaming=True), 3, [
-            ("sjsonl", reused(streaming=True)),
+        ("streaming=True", lambda k: mindnlp_route(path, os.path.join(work, "hf0"), streaming=True), [
+            ("sjsonl", reused(streaming=True), "ttfb_streaming"),
         ]),
     ]  # fmt: skip
     out = []
-    for label, hf_make, hf_repeats, ours in scenarios:
-        t_hf = _ttfb(hf_make, hf_repeats)
+    for label, hf_make, ours in scenarios:
+        t_hf = _ttfb(hf_make, REPEATS)
         title = f"time to first batch, {label}"
-        out.append(_row(title, BASELINE, f"{t_hf:.3f} s", "1.0×", f"{size}; {hf_repeats} runs"))
-        for variant, our_make in ours:
-            t_ours = _ttfb(our_make, 5)
+        note = f"{size}; {REPEATS} runs"
+        out.append(_row(title, BASELINE, f"{t_hf:.3f} s", "1.0×", note))
+        for variant, our_make, key in ours:
+            t_ours = _ttfb(our_make, REPEATS)
             r = t_hf / t_ours
             ratio = f"{r:.0f}× faster" if r >= 10 else f"{r:.2f}× faster" if r > 1 else f"{r:.2f}×"
-            out.append(_row(title, variant, f"{t_ours:.3f} s", ratio, f"{size}; 5 runs"))
+            out.append(_row(title, variant, f"{t_ours:.3f} s", ratio, note))
+            figure(
+                key,
+                t_ours,
+                "s",
+                what=f"MindSpore {title}, {variant}, {size}",
+                median_of=REPEATS,
+                baseline="🤗 `load_dataset` + MindNLP-style adapter",
+                baseline_value=t_hf,
+            )
     return out
 
 
@@ -178,37 +189,52 @@ def _drain_batches(gd, rows: int) -> float:
     return time.perf_counter() - t0
 
 
-def _rate_rows(sources: dict, rows: int, shuffle: bool, batched=None) -> list[dict]:
+def _rate_rows(sources: dict, rows: int, shuffle: bool, batched) -> list[dict]:
     import mindspore.dataset as msd
 
     order = "shuffled" if shuffle else "file order"
     into, alone = {}, {}
-    if batched is not None:  # sjsonl's batched delivery: one source item per batch of BATCH records
-        into[f"sjsonl, batch_size={BATCH}"] = statistics.median(
-            rows / _drain_batches(batched(shuffle), rows) for _ in range(3)
-        )
+    # sjsonl's batched delivery: one source item per batch of BATCH records
+    into[f"sjsonl, batch_size={BATCH}"] = statistics.median(
+        rows / _drain_batches(batched(shuffle), rows) for _ in range(REPEATS)
+    )
     for name, source in sources.items():
         # num_samples bounds the run (MindSpore 2.10 serves `.take(n)` of a large map-style source at ~100
         # rows/s); the sampler still draws from the whole dataset.
         into[name] = statistics.median(
             rows / _drain(msd.GeneratorDataset(source, column_names=source.schema.column_names,
                                                shuffle=shuffle, num_samples=rows))
-            for _ in range(3)
+            for _ in range(REPEATS)
         )  # fmt: skip
-        alone[name] = statistics.median(_source_rate(source, rows, shuffle) for _ in range(3))
+        alone[name] = statistics.median(_source_rate(source, rows, shuffle) for _ in range(REPEATS))
+    tag = "shuffled" if shuffle else "file_order"
+    for key, rates, variant, what in [
+        (
+            f"rows_batch_{tag}",
+            into,
+            f"sjsonl, batch_size={BATCH}",
+            f"rows/s into MindSpore, batch_size={BATCH}",
+        ),
+        (f"rows_{tag}", into, "sjsonl", "rows/s into MindSpore, per row"),
+        (f"source_{tag}", alone, "sjsonl", "rows/s of the source alone (`source[i]`, no MindSpore)"),
+    ]:
+        figure(
+            key,
+            rates[variant],
+            "rows/s",
+            what=f"{what}, 1 worker, {order}",
+            median_of=REPEATS,
+            baseline="🤗 + MindNLP-style adapter",
+            baseline_value=rates[BASELINE],
+        )
     out = []
     for title, rates, note in [
-        (f"rows/s into MindSpore, 1 worker, {order}", into, f"{rows:,} rows, batch {BATCH}; 3 runs"),
-        (f"rows/s of the source alone, {order}", alone, "source[i], no MindSpore; 3 runs"),
+        (f"rows/s into MindSpore, 1 worker, {order}", into, f"{rows:,} rows, batch {BATCH}; {REPEATS} runs"),
+        (f"rows/s of the source alone, {order}", alone, f"source[i], no MindSpore; {REPEATS} runs"),
     ]:
         base = rates[BASELINE]
         out += [_row(title, k, f"{v:,.0f} rows/s", f"{v / base:.1f}×", note) for k, v in rates.items()]
-        # the source-alone rows compare sources; the batched route has no per-row source
-    return [
-        r
-        for r in out
-        if not (r["benchmark"].startswith("rows/s of the source") and "batch_size" in r["variant"])
-    ]
+    return out
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -225,7 +251,7 @@ def run(quick: bool = False) -> list[dict]:
             pass
     work = tempfile.mkdtemp(prefix="sjsonl-bench-ms-")
     try:
-        out = _ttfb_rows(path, work, 3 if quick else 2)
+        out = _ttfb_rows(path, work)
         arrow = datasets.load_dataset(
             "json", data_files=path, split="train", cache_dir=os.path.join(work, "hf0")
         )

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-from common import median_seconds
+sys.path.insert(0, os.path.dirname(__file__))
+from common import REPEATS, bench_main, figure, median_seconds
 from sjsonl import JSONLDataset
 from sjsonl.badlines import _chunk as _bad_chunk
 from sjsonl.parallel import ProcessPool
@@ -42,7 +44,8 @@ def _write(path: Path, n: int, wide: bool) -> Path:
 def run(quick: bool) -> list[dict]:
     rows = []
     sizes = [100_000] if quick else [400_000, 1_000_000]
-    start = median_seconds(_start_one_worker, repeats=3)
+    start = median_seconds(_start_one_worker)
+    figure("worker_start", start, "s", what="start one pool worker and run one task", median_of=REPEATS)
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             for wide in (False, True):
@@ -53,8 +56,21 @@ def run(quick: bool) -> list[dict]:
                     def one_pass(workers: int, fn=fn, f=f, name=name) -> None:
                         list(map_record_chunks(f, fn, workers, False, name, min_records=0))
 
-                    serial = median_seconds(lambda: one_pass(1), repeats=3, warmup=0)
-                    pooled = median_seconds(lambda: one_pass(2), repeats=3, warmup=0)
+                    serial = median_seconds(lambda: one_pass(1), warmup=0)
+                    pooled = median_seconds(lambda: one_pass(2), warmup=0)
+                    if n == sizes[-1]:
+                        shape = "wide" if wide else "narrow"
+                        key = f"{name.replace(' ', '')}_{shape}"
+                        what = f"{name} pass, {n:,} {shape} records, `workers=2` (this process + 1 worker)"
+                        figure(
+                            key,
+                            pooled,
+                            "s",
+                            what=what,
+                            median_of=REPEATS,
+                            baseline="one process",
+                            baseline_value=serial,
+                        )
                     rows.append({
                         "file": f"{os.path.getsize(path) / n:.0f} B/record",
                         "records": f"{n:,}",
@@ -69,10 +85,4 @@ def run(quick: bool) -> list[dict]:
 
 
 if __name__ == "__main__":
-    import argparse
-
-    from common import markdown_table
-
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "100,000 records only")

@@ -6,7 +6,6 @@ on a storage with latency (local files behind fsspec with a fixed delay per read
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -16,7 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tests import _slow_storage
 
-from common import corpus, markdown_table, median_seconds
+from common import REPEATS, bench_main, corpus, figure, median_seconds
 from sjsonl import JSONLDataset, interleave_datasets
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
@@ -49,11 +48,30 @@ def mixture_rows(path, quick: bool) -> list[dict]:
     mix = interleave_datasets(sources, probabilities=[0.5, 0.3, 0.2], seed=0)
     m = len(mix)
     idx = np.random.default_rng(0).integers(0, m, 20_000 if not quick else 2_000)
-    base_it = median_seconds(lambda: _drain(ds.take(m)), repeats=3)
-    mix_it = median_seconds(lambda: _drain(mix), repeats=3)
-    base_get = median_seconds(lambda: [ds[int(i)] for i in idx], repeats=3) / len(idx)
-    mix_get = median_seconds(lambda: [mix[int(i)] for i in idx], repeats=3) / len(idx)
+    base_it = median_seconds(lambda: _drain(ds.take(m)))
+    mix_it = median_seconds(lambda: _drain(mix))
+    base_get = median_seconds(lambda: [ds[int(i)] for i in idx]) / len(idx)
+    mix_get = median_seconds(lambda: [mix[int(i)] for i in idx]) / len(idx)
     label = f"iteration, {m:,} records"
+    mixture = "a 3-file interleave (0.5/0.3/0.2), page-cached"
+    figure(
+        "mix_iter",
+        mix_it,
+        "s",
+        what=f"iterating {mixture}, {m:,} records",
+        median_of=REPEATS,
+        baseline="one plain file of the same records",
+        baseline_value=base_it,
+    )
+    figure(
+        "mix_get",
+        mix_get * 1e6,
+        "µs",
+        what=f"random `mix[t]`, {mixture}",
+        median_of=REPEATS,
+        baseline="a plain `ds[i]`",
+        baseline_value=base_get * 1e6,
+    )
     return [
         {"benchmark": label, "variant": "one plain file", "median": f"{base_it:.3f} s"},
         {
@@ -80,7 +98,7 @@ def prefetch_rows(path, quick: bool) -> list[dict]:
     batches = ds.batch(BATCH).take(60 if quick else 300)
     records = sum(len(next(iter(b.values()))) for b in batches)
     rows = []
-    base = median_seconds(lambda: _drain(batches), repeats=3)
+    base = median_seconds(lambda: _drain(batches))
     rows.append(
         {
             "benchmark": f"{len(batches)} batches of {BATCH}, {LATENCY * 1e3:.0f} ms a read",
@@ -90,7 +108,19 @@ def prefetch_rows(path, quick: bool) -> list[dict]:
         }
     )
     for prefetch in (2, 4, 8, 16):
-        t = median_seconds(lambda p=prefetch: _drain(batches.prefetch(p, threads=p)), repeats=3)
+        t = median_seconds(lambda p=prefetch: _drain(batches.prefetch(p, threads=p)))
+        what = (
+            f"`.prefetch({prefetch})`, batches of {BATCH} from a storage with {LATENCY * 1e3:.0f} ms a read"
+        )
+        figure(
+            f"prefetch_{prefetch}",
+            records / t,
+            "rec/s",
+            what=what,
+            median_of=REPEATS,
+            baseline="no prefetch",
+            baseline_value=records / base,
+        )
         rows.append(
             {
                 "benchmark": "",
@@ -109,6 +139,4 @@ def run(quick: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "a 16 MiB corpus, 60 batches")

@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import bench_main, corpus, median_seconds
+from common import REPEATS, bench_main, corpus, figure, interleaved_medians, median_seconds
 from sjsonl import JSONLDataset
 
 COLUMNS = [
@@ -50,7 +50,7 @@ def _bare(path, offsets: np.ndarray, size: int):
     return mm, bounds
 
 
-def _rows(label: str, path, n_reads: int) -> list[dict]:
+def _rows(label: str, kind: str, path, n_reads: int) -> list[dict]:
     now, before, pread = JSONLDataset(path), _with_raw_map(path), JSONLDataset(path, mmap=False)
     assert type(now._files[0].storage.buffer()).__name__ == "GuardedMap"
     n = len(now)
@@ -79,17 +79,22 @@ def _rows(label: str, path, n_reads: int) -> list[dict]:
         return sum(1 for i in range(n) if orjson.loads(mm[bounds[i] : bounds[i + 1]]) is not None)
 
     rows = []
-    for op, make, bare, per in (
-        ("random ds[i]", random_reads, bare_random, n_reads),
-        ("batch of 64", batch_reads, bare_batches, n_reads),
-        ("iteration", iterate, bare_iterate, n),
+    for op, make, bare, per, key in (
+        ("random ds[i]", random_reads, bare_random, n_reads, f"get_{kind}"),
+        ("batch of 64", batch_reads, bare_batches, n_reads, f"batch_{kind}"),
+        ("iteration", iterate, bare_iterate, n, f"iter_{kind}"),
     ):
-        times = {}
-        for _ in range(2):  # interleaved, so drift hits both alike
-            for name, ds in (("now", now), ("before", before), ("pread", pread)):
-                times.setdefault(name, []).append(median_seconds(make(ds), repeats=3))
-        t = {k: min(v) for k, v in times.items()}
-        base = median_seconds(bare, repeats=3)
+        t = interleaved_medians({"now": make(now), "before": make(before), "pread": make(pread)})
+        base = median_seconds(bare)
+        figure(
+            key,
+            t["now"] / per * 1e6,
+            "µs",
+            what=f"{op} per record, guarded map (the default), {label}",
+            median_of=REPEATS,
+            baseline="the raw `mmap` it replaced",
+            baseline_value=t["before"] / per * 1e6,
+        )
         rows.append(
             {
                 "corpus": label,
@@ -112,7 +117,7 @@ def run(quick: bool = False) -> list[dict]:
     size = (16 if quick else 128) << 20
     rows = []
     for kind in ("short", "long"):
-        rows += _rows(f"{kind}, {size >> 20} MiB", corpus(kind, size), 20_000 if quick else 100_000)
+        rows += _rows(f"{kind}, {size >> 20} MiB", kind, corpus(kind, size), 20_000 if quick else 100_000)
     return rows
 
 

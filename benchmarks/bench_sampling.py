@@ -8,27 +8,26 @@ torch's own DistributedSampler). Medians of at least 5 repeats after one warm-up
 
 from __future__ import annotations
 
-import argparse
 import os
+import shutil
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import corpus, markdown_table, median_seconds
+from common import REPEATS, bench_main, corpus, figure, median_seconds
 from sjsonl import JSONLDataset
 from sjsonl.sampling import Permutation
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
-REPEATS = 5
 
 
 def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds / 1e3:,.0f} k rec/s"
 
 
-def bench_iteration(ds: JSONLDataset, label: str) -> list[dict]:
+def bench_iteration(ds: JSONLDataset, label: str, kind: str) -> list[dict]:
     n = len(ds)
     shuffled = ds.shuffle(seed=0)
 
@@ -43,6 +42,15 @@ def bench_iteration(ds: JSONLDataset, label: str) -> list[dict]:
     perm = Permutation(n, seed=0)
     t_perm = median_seconds(
         lambda: [perm.take(np.arange(a, min(n, a + 8192))) for a in range(0, n, 8192)], repeats=REPEATS
+    )
+    figure(
+        f"shuffle_{kind}",
+        n / t_shuf,
+        "rec/s",
+        what=f"exact global shuffle, iteration, {label}",
+        median_of=REPEATS,
+        baseline="sequential `for r in ds`",
+        baseline_value=n / t_seq,
     )
     return [
         {
@@ -100,7 +108,16 @@ def bench_samplers(quick: bool) -> list[dict]:
         median_seconds(lambda: first_batch(ours_s)),
     )
     t_full_torch, t_full_ours = median_seconds(lambda: full(torch_s)), median_seconds(lambda: full(ours_s))
-    label = f"DistributedSampler, n = {n:.0e}, 2 ranks"
+    label = f"DistributedSampler, n = {n:,}, 2 ranks"
+    figure(
+        "sampler_first",
+        t_first_ours * 1e3,
+        "ms",
+        what=f"{label}: first 256 indices",
+        median_of=REPEATS,
+        baseline="torch's DistributedSampler",
+        baseline_value=t_first_torch * 1e3,
+    )
     return [
         {
             "benchmark": label,
@@ -201,6 +218,17 @@ def bench_hf(path, ds: JSONLDataset, label: str) -> list[dict]:
     t_hf_seq = median_seconds(lambda: drain(hf), repeats=REPEATS)
     t_hf = median_seconds(lambda: drain(shuffled), repeats=REPEATS)
     t_ours = median_seconds(lambda: drain(ours), repeats=REPEATS)
+
+    shutil.rmtree(os.path.join(home, "c"), ignore_errors=True)  # the Arrow copy (HF_HOME may be home)
+    figure(
+        "hf_shuffled",
+        n / t_ours,
+        "rec/s",
+        what=f"shuffled iteration `ds.shuffle(0)`, {label}",
+        median_of=REPEATS,
+        baseline="🤗 `.shuffle(0)` iteration (after the Arrow conversion)",
+        baseline_value=n / t_hf,
+    )
     return [
         {
             "benchmark": f"🤗 comparison, {label}",
@@ -232,9 +260,9 @@ def run(quick: bool = False) -> list[dict]:
     path = corpus("short", size)
     label = f"short records, {size >> 20} MiB"
     ds = JSONLDataset(path)
-    rows = bench_iteration(ds, label)
+    rows = bench_iteration(ds, label, "short")
     long_path = corpus("long", size)  # decoding dominates long records; random access matters less
-    rows += bench_iteration(JSONLDataset(long_path), f"long records, {size >> 20} MiB")
+    rows += bench_iteration(JSONLDataset(long_path), f"long records, {size >> 20} MiB", "long")
     rows += bench_samplers(quick)
     rows += bench_dataloader(ds, label)
     rows += bench_hf(path, ds, label)
@@ -242,8 +270,4 @@ def run(quick: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="8 MiB corpus instead of 64 MiB")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "8 MiB corpus instead of 64 MiB")

@@ -6,17 +6,17 @@ benchmark corpora (page-cached; medians).
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import corpus, markdown_table, median_seconds
+from common import bench_main, corpus, figure, median_seconds
 from sjsonl import JSONLIndexer
 from sjsonl.index import scan
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
+RUNS = 7  # the scan is short and steady: more runs for a tighter median
 
 
 def wc_l(path) -> None:
@@ -31,12 +31,12 @@ def build(path, workers: int | None, native) -> float:
         finally:
             scan.NATIVE = previous
 
-    return median_seconds(once, repeats=7)
+    return median_seconds(once, repeats=RUNS)
 
 
-def rows_for(path, label: str) -> list[dict]:
+def rows_for(path, label: str, kind: str) -> list[dict]:
     size = os.path.getsize(path)
-    wc = median_seconds(lambda: wc_l(path), repeats=7)
+    wc = median_seconds(lambda: wc_l(path), repeats=RUNS)
     rows = [
         {
             "benchmark": label,
@@ -46,16 +46,20 @@ def rows_for(path, label: str) -> list[dict]:
             "note": f"{size / wc / 1e9:.2f} GB/s",
         }
     ]
-    variants = [
-        ("compiled scan, 2 threads", None, scan.NATIVE),
-        ("compiled scan, 1 thread", 1, scan.NATIVE),
-        ("numpy fallback, 2 threads", None, None),
-        ("numpy fallback, 1 thread", 1, None),
+    variants = [  # (name, scan threads, scan function, figure key)
+        ("compiled scan, 2 threads", None, scan.NATIVE, f"compiled_{kind}"),
+        ("compiled scan, 1 thread", 1, scan.NATIVE, None),
+        ("numpy fallback, 2 threads", None, None, f"numpy_{kind}"),
+        ("numpy fallback, 1 thread", 1, None, None),
     ]
-    for name, workers, native in variants:
+    for name, workers, native, key in variants:
         if name.startswith("compiled") and native is None:
             continue  # not built here
         t = build(path, workers, native)
+        if key:
+            figure(
+                key, t, "s", what=f"{label}, {name}", median_of=RUNS, baseline="`wc -l`", baseline_value=wc
+            )
         rows.append(
             {
                 "benchmark": label,
@@ -71,12 +75,10 @@ def rows_for(path, label: str) -> list[dict]:
 def run(quick: bool = False) -> list[dict]:
     long_path = corpus("long", (64 if quick else 1024) << 20)
     short_path = corpus("short", (16 if quick else 256) << 20)
-    return rows_for(long_path, "index build, long records " + ("64 MiB" if quick else "1 GiB")) + rows_for(
-        short_path, "index build, short records " + ("16 MiB" if quick else "256 MiB")
-    )
+    long_label = "index build, long records, " + ("64 MiB" if quick else "1 GiB")
+    short_label = "index build, short records, " + ("16 MiB" if quick else "256 MiB")
+    return rows_for(long_path, long_label, "long") + rows_for(short_path, short_label, "short")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    print(markdown_table(run(parser.parse_args().quick), COLUMNS))
+    bench_main(__doc__, run, COLUMNS, "small corpora, for a smoke run")

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import DATA_DIR, bench_main, corpus, median_seconds
+from common import DATA_DIR, REPEATS, bench_main, corpus, environ, figure, median_seconds
 from sjsonl import JSONLDataset, JSONLIndexer
 from sjsonl.storage.compressed import to_seekable_zstd
 
@@ -85,7 +85,14 @@ def run(quick: bool = False) -> list[dict]:
     path = str(corpus("short", mb << 20))
     gz, zst = _compressed_copies(path)
     index_dir = tempfile.mkdtemp(prefix="sjsonl-bench-storage-")
-    os.environ["SJSONL_INDEX_DIR"] = index_dir  # fresh indexes; never beside the cached corpora
+    try:
+        with environ("SJSONL_INDEX_DIR", index_dir):  # fresh indexes; never beside the cached corpora
+            return _measure(path, gz, zst, label)
+    finally:
+        shutil.rmtree(index_dir, ignore_errors=True)
+
+
+def _measure(path: str, gz: str, zst: str, label: str) -> list[dict]:
     s3 = _S3()
     url = s3.put(path, "train.jsonl")
     url_gz = s3.put(gz, "train.jsonl.gz")
@@ -105,8 +112,8 @@ def run(quick: bool = False) -> list[dict]:
 
     # ---- index build: against reading the bytes once
     wc = median_seconds(lambda: _shell(f"wc -l {path}"))
-    zcat = median_seconds(lambda: _shell(f"gzip -dc {gz} | wc -l"), repeats=3)
-    zdrain = median_seconds(lambda: _pyzstd_drain(zst), repeats=3)
+    zcat = median_seconds(lambda: _shell(f"gzip -dc {gz} | wc -l"))
+    zdrain = median_seconds(lambda: _pyzstd_drain(zst))
     builds = {
         "local (mmap, threads)": (lambda: JSONLIndexer(path).populate_index(), wc, "`wc -l`"),
         ".gz": (lambda: JSONLIndexer(gz).populate_index(), zcat, "`zcat`+`wc -l`"),
@@ -114,7 +121,7 @@ def run(quick: bool = False) -> list[dict]:
         "s3 (moto)": (lambda: JSONLIndexer(url, storage_options=opts).populate_index(), wc, "`wc -l` local"),
     }
     for variant, (fn, base, base_name) in builds.items():
-        t = median_seconds(fn, repeats=3)
+        t = median_seconds(fn)
         row(
             "index build", variant, f"{t:.3f} s", f"{t / base:.2f}× {base_name}", f"{base_name}: {base:.3f} s"
         )
@@ -131,15 +138,26 @@ def run(quick: bool = False) -> list[dict]:
     rng = np.random.default_rng(0)
     singles = {"local": 100_000, ".gz": 500, ".zst (seekable)": 2000, "s3 (moto)": 200, "s3 .gz (moto)": 200}
     base_single = None
+    keys = {".gz": "gz_get", ".zst (seekable)": "zst_get", "s3 (moto)": "s3_get"}
     for variant, ds in datasets.items():
         picks = rng.integers(0, n, singles[variant]).tolist()
-        t = median_seconds(lambda ds=ds, picks=picks: [ds[i] for i in picks], repeats=3) / len(picks)
+        t = median_seconds(lambda ds=ds, picks=picks: [ds[i] for i in picks]) / len(picks)
         base_single = base_single or t
         row("random `ds[i]`", variant, f"{t * 1e6:,.1f} µs", f"{t / base_single:,.0f}× local")
+        if variant in keys:
+            figure(
+                keys[variant],
+                t * 1e6,
+                "µs",
+                what=f"random `ds[i]`, {variant}, {label}",
+                median_of=REPEATS,
+                baseline="the same records from the local uncompressed file",
+                baseline_value=base_single * 1e6,
+            )
     base_batch = None
     for variant, ds in datasets.items():
         batches = [rng.integers(0, n, 256) for _ in range(5)]
-        t = median_seconds(lambda ds=ds, b=batches: [ds[x] for x in b], repeats=3) / (5 * 256)
+        t = median_seconds(lambda ds=ds, b=batches: [ds[x] for x in b]) / (5 * 256)
         base_batch = base_batch or t
         row(
             "random batch of 256 `ds[idx]`",
@@ -152,7 +170,7 @@ def run(quick: bool = False) -> list[dict]:
     # ---- sequential iteration
     base_iter = None
     for variant, ds in datasets.items():
-        t = median_seconds(lambda ds=ds: sum(1 for _ in ds), repeats=3)
+        t = median_seconds(lambda ds=ds: sum(1 for _ in ds))
         base_iter = base_iter or t
         row("sequential `for r in ds`", variant, f"{n / t / 1e3:,.0f} k rec/s", f"{base_iter / t:.2f}× speed")
 
@@ -161,12 +179,12 @@ def run(quick: bool = False) -> list[dict]:
         ds = JSONLDataset(gz, build_index_on_load=False)
         ds[n - 1]
 
-    with_points = median_seconds(reopen_and_read_last, repeats=5)
+    with_points = median_seconds(reopen_and_read_last)
     seek_file = datasets[".gz"].index_paths[0][: -len(".npy")] + ".seekpoints"
     with open(seek_file, "rb") as f:
         saved = f.read()
     os.unlink(seek_file)
-    without = median_seconds(reopen_and_read_last, repeats=3)
+    without = median_seconds(reopen_and_read_last)
     with open(seek_file, "wb") as f:
         f.write(saved)
     row(
@@ -184,7 +202,6 @@ def run(quick: bool = False) -> list[dict]:
         "decompresses up to the record",
     )
     s3.server.stop()
-    shutil.rmtree(index_dir, ignore_errors=True)
     return rows
 
 

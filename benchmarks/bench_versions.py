@@ -1,11 +1,13 @@
 """Before/after: the hot paths of this checkout against an earlier commit, on the same corpora, same run.
 
-The earlier commit is checked out into a temporary git worktree; each version runs the same measurement
-script in its own fresh processes, alternating (A, B, A, B, …) so both see the same machine state, and the
-table gives medians and the ratio. Used for the "never a wrong record" work: pinning, verification and the
-one-file index must cost (almost) nothing on ``ds[i]``, iteration and open.
+The earlier commit's ``src`` is exported (``git archive``) into a temporary directory; each version runs
+the same measurement script in its own fresh processes, alternating (A, B, A, B, …) so both see the same
+machine state, and the table gives medians and the ratio. Used for the "never a wrong record" work:
+pinning, verification and the one-file index must cost (almost) nothing on ``ds[i]``, iteration and open;
+``benchmarks/run.py`` runs it against :data:`BASE`, the commit before that work (pure Python and numpy:
+its index scan has no compiled twin).
 
-    python benchmarks/bench_versions.py --base d36b2b4 [--rounds 5] [--quick]
+    python benchmarks/bench_versions.py [--base d36b2b4] [--rounds 5] [--quick]
 """
 
 from __future__ import annotations
@@ -19,9 +21,19 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import corpus, markdown_table
+from common import REPEATS, corpus, figure, figures_table, markdown_table, take_figures
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASE = "d36b2b4"  # the commit before "never a wrong record" (pinning, the verified one-file index)
+COLUMNS = ["corpus", "what", "before", "after", "after / before", "mmap=False"]
+#: Figure keys of the measurements quoted (the others are in the table only).
+KEYS = {
+    "open, index on disk": "open_disk",
+    "random ds[i]": "get",
+    "iteration per record": "iter",
+    "batch of 64 (DataLoader)": "batch",
+    "index build": "build",
+}
 
 # Run under one version (PYTHONPATH chooses it); prints one JSON line of timings in seconds.
 _MEASURE = r"""
@@ -77,19 +89,19 @@ def run_version(src: str, path: str, mmap: bool) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--base", required=True, help="the earlier commit (any git ref)")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="32 MiB corpora, 3 rounds")
-    args = parser.parse_args()
-    size = 32 << 20 if args.quick else 256 << 20
-    rounds = 3 if args.quick else args.rounds
-    worktree = tempfile.mkdtemp(prefix="sjsonl-base-")
-    subprocess.run(["git", "-C", REPO, "worktree", "add", "--detach", worktree, args.base], check=True)
-    try:
-        versions = {"before": os.path.join(worktree, "src"), "after": os.path.join(REPO, "src")}
+def _export(base: str, into: str) -> str:
+    """``base``'s ``src`` directory, exported into ``into`` (no worktree: the repository is left alone)."""
+    archive = subprocess.run(
+        ["git", "-C", REPO, "archive", "--format=tar", base, "src"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    return os.path.join(into, "src")
+
+
+def run(quick: bool = False, base: str = BASE, rounds: int = REPEATS) -> list[dict]:
+    size = 32 << 20 if quick else 256 << 20
+    with tempfile.TemporaryDirectory(prefix="sjsonl-base-") as tmp:
+        versions = {"before": _export(base, tmp), "after": os.path.join(REPO, "src")}
         rows = []
         for kind in ("short", "long"):
             path = corpus(kind, size)
@@ -98,13 +110,14 @@ def main() -> None:
             for _ in range(rounds):
                 for case in cases:
                     samples[case].append(run_version(versions[case[0]], str(path), case[1]))
+            label = f"{kind} {size >> 20} MiB"
             for metric in samples[cases[0]][0]:
                 med = {c: statistics.median(s[metric] for s in samples[c]) for c in cases}
                 unit, scale = ("ms", 1e3) if med[cases[0]] > 1e-4 else ("µs", 1e6)
                 before, after, safe = (med[c] * scale for c in cases)
                 rows.append(
                     {
-                        "corpus": f"{kind} {size >> 20} MiB",
+                        "corpus": label,
                         "what": metric,
                         "before": f"{before:.3g} {unit}",
                         "after": f"{after:.3g} {unit}",
@@ -112,11 +125,41 @@ def main() -> None:
                         "mmap=False": f"{safe:.3g} {unit} ({safe / before:.2f}×)",
                     }
                 )
-        cols = ["corpus", "what", "before", "after", "after / before", "mmap=False"]
-        print(f"medians of {rounds} fresh processes per version, alternating; before = {args.base}\n")
-        print(markdown_table(rows, cols))
-    finally:
-        subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", worktree], check=False)
+                if metric in KEYS:
+                    what = f"{metric}, {label}, this checkout"
+                    figure(
+                        f"{KEYS[metric]}_{kind}",
+                        after,
+                        unit,
+                        what=what,
+                        median_of=rounds,
+                        baseline=f"commit {base}",
+                        baseline_value=before,
+                    )
+                if metric == "random ds[i]":
+                    figure(
+                        f"get_{kind}_pread",
+                        safe,
+                        unit,
+                        what=f"{metric}, {label}, `mmap=False`",
+                        median_of=rounds,
+                        baseline=f"commit {base}",
+                        baseline_value=before,
+                    )
+    return rows
+
+
+def main() -> None:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--base", default=BASE, help=f"the earlier commit (any git ref; default {BASE})")
+    parser.add_argument("--rounds", type=int, default=REPEATS)
+    parser.add_argument("--quick", action="store_true", help="32 MiB corpora")
+    args = parser.parse_args()
+    rows = run(args.quick, args.base, args.rounds)
+    print(f"medians of {args.rounds} fresh processes per version, alternating; before = {args.base}\n")
+    print(markdown_table(rows, COLUMNS))
+    print("\n" + figures_table(take_figures()))
 
 
 if __name__ == "__main__":

@@ -1,17 +1,81 @@
-"""Shared benchmark helpers: cached deterministic corpora, medians, markdown tables."""
+"""Shared benchmark helpers: cached deterministic corpora, medians, markdown tables, and the figures registry.
+
+A *figure* is a named headline number a suite records where it computes it (``figure("build_long", ours,
+"s", what=..., baseline="`wc -l`", baseline_value=wc, median_of=REPEATS)``); ``benchmarks/run.py`` collects
+each suite's figures into ``benchmarks/results/<suite>.json``, and the README's headline table is generated
+from them — no number is parsed back out of a formatted table.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sjsonl.sample import write_corpus
 
 DATA_DIR = Path(os.environ.get("SJSONL_BENCH_DATA", Path(__file__).parent / ".data"))
+
+#: Runs per median wherever a suite repeats a measurement.
+REPEATS = 5
+
+#: Units a figure may have, by which way is better (``readme_figures`` words its ratios from this).
+LOWER_IS_BETTER = {"s", "ms", "µs", "ns", "B/rec", "MB", "MiB"}
+HIGHER_IS_BETTER = {"rec/s", "rows/s", "idx/s", "GB/s"}
+NEUTRAL = {"×", "%", "P", "stretches"}  # ratios, shares, probabilities, counts: no better direction
+UNITS = LOWER_IS_BETTER | HIGHER_IS_BETTER | NEUTRAL
+
+#: The figures recorded since the last :func:`take_figures`, by key (one registry: one suite runs at a time).
+FIGURES: dict[str, dict] = {}
+
+
+def figure(
+    key: str,
+    value: float,
+    unit: str,
+    *,
+    what: str,
+    median_of: int,
+    baseline: str | None = None,
+    baseline_value: float | None = None,
+) -> float:
+    """Record headline number ``key`` of the running suite (``value`` in ``unit``; ``what`` in one line;
+    ``baseline``: what it is compared with, measured in the same run) and return ``value``.
+
+    >>> _ = take_figures()
+    >>> figure("get_short", 2.5, "µs", what="random ds[i]", median_of=5, baseline="bare", baseline_value=2.6)
+    2.5
+    >>> take_figures()["get_short"]["baseline_value"]
+    2.6
+    """
+    if key in FIGURES:
+        raise ValueError(f"figure {key!r} recorded twice in one suite")
+    if unit not in UNITS:
+        raise ValueError(f"figure {key!r}: unknown unit {unit!r} (one of {sorted(UNITS)})")
+    if not math.isfinite(value) or (baseline_value is not None and not math.isfinite(baseline_value)):
+        raise ValueError(f"figure {key!r}: not a finite number ({value!r}, baseline {baseline_value!r})")
+    if "\n" in what or median_of < 1:
+        raise ValueError(f"figure {key!r}: 'what' must be one line and median_of ≥ 1")
+    entry: dict = {"value": float(value), "unit": unit, "what": what}
+    if baseline is not None:
+        entry["baseline"] = baseline
+    if baseline_value is not None:
+        entry["baseline_value"] = float(baseline_value)
+    entry["median_of"] = int(median_of)
+    FIGURES[key] = entry
+    return value
+
+
+def take_figures() -> dict[str, dict]:
+    """The figures recorded so far, emptying the registry for the next suite."""
+    taken = dict(FIGURES)
+    FIGURES.clear()
+    return taken
 
 
 def corpus(kind: str, n_bytes: int) -> Path:
@@ -23,7 +87,21 @@ def corpus(kind: str, n_bytes: int) -> Path:
     return path
 
 
-def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
+@contextlib.contextmanager
+def environ(name: str, value: str) -> Iterator[None]:
+    """``$name`` set to ``value`` inside the block, as it was after it (unset stays unset)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def median_seconds(fn: Callable[[], object], repeats: int = REPEATS, warmup: int = 1) -> float:
     for _ in range(warmup):
         fn()
     times = []
@@ -34,20 +112,89 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) 
     return statistics.median(times)
 
 
+def interleaved_medians(
+    fns: dict[str, Callable[[], object]], repeats: int = REPEATS, warmup: int = 1
+) -> dict[str, float]:
+    """Median seconds of each function over ``repeats`` rounds, the functions taking turns within each
+    round so that drift (a busy machine, a warming cache) hits them alike."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for round_ in range(warmup + repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            if round_ >= warmup:
+                times[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
+    """Rows as a markdown table (a ``|`` inside a cell, as in ``gzip -dc | wc -l``, escaped).
+
+    >>> print(markdown_table([{"a": "x | y", "b": 1}], ["a", "b"]))
+    | a | b |
+    |---|---|
+    | x \\| y | 1 |
+    """
+
+    def cells(values: list[str]) -> str:
+        return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
+
+    lines = [cells(columns), "|" + "---|" * len(columns)]
+    lines += [cells([str(row.get(c, "")) for c in columns]) for row in rows]
     return "\n".join(lines)
+
+
+def format_value(value: float, unit: str) -> str:
+    """``value`` with three significant digits (no exponent), thousands as ``k``/``M`` for rates.
+
+    >>> format_value(538123.0, "rec/s"), format_value(0.16149, "s"), format_value(1234.5, "ms")
+    ('538 k rec/s', '0.161 s', '1,234 ms')
+    >>> format_value(0.99612, "P"), format_value(3.3, "%")
+    ('0.996', '3.30%')
+    """
+    prefix = ""
+    if unit.endswith("/s") and value >= 1e3:
+        value, prefix = (value / 1e6, "M ") if value >= 1e6 else (value / 1e3, "k ")
+    if value >= 1000:
+        number = f"{value:,.0f}"
+    elif value >= 100:
+        number = f"{value:.0f}"
+    elif value >= 10:
+        number = f"{value:.1f}"
+    elif value >= 1:
+        number = f"{value:.2f}"
+    else:
+        number = f"{value:.3g}"
+    if unit == "P":  # a probability: the number says it
+        return number
+    return f"{number}{unit}" if unit in ("%", "×") else f"{number} {prefix}{unit}"
+
+
+def figures_table(figures: dict[str, dict]) -> str:
+    """The figures as a markdown table (what a standalone run prints under its table)."""
+    rows = [
+        {
+            "figure": key,
+            "value": format_value(f["value"], f["unit"]),
+            "baseline": " ".join(
+                [f.get("baseline", "")]
+                + ([format_value(f["baseline_value"], f["unit"])] if "baseline_value" in f else [])
+            ).strip(),
+            "what": f["what"],
+        }
+        for key, f in figures.items()
+    ]
+    return markdown_table(rows, ["figure", "value", "baseline", "what"])
 
 
 def bench_main(
     doc: str | None, run: Callable[[bool], list[dict]], columns: list[str], quick_help: str
 ) -> list[dict]:
     """The command line every benchmark has: ``--quick`` (smaller corpora, a smoke run), then the markdown
-    table of ``run``'s rows; returns the rows."""
+    table of ``run``'s rows and the figures it recorded; returns the rows."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help=quick_help)
     rows = run(parser.parse_args().quick)
     print(markdown_table(rows, columns))
+    print("\n" + figures_table(take_figures()))
     return rows
