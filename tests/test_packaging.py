@@ -194,12 +194,27 @@ def test_sdist_holds_what_building_needs_and_nothing_else(dists, checkout):
     assert {top for top, _ in members} == {dists.sdist.name.removesuffix(".tar.gz")}
     names = {name for _, name in members}
     # setup.py and the C sources and stubs it needs, by name first (the clearest failure)
-    for needed in ("setup.py", "pyproject.toml", "README.md", *C_SOURCES, "src/sjsonl/storage/_guarded.pyi"):
+    for needed in (
+        "setup.py",
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        *C_SOURCES,
+        "src/sjsonl/storage/_guarded.pyi",
+    ):
         assert needed in names, f"{needed} is missing from {dists.sdist.name}"
     # every file of the package in the checkout, and besides it only the build files and metadata
     package = {name for name in checkout.files if name.startswith("src/sjsonl/")}
     assert package <= names, f"missing from the sdist: {sorted(package - names)}"
-    build_files = {"setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "README.md", "PKG-INFO"}
+    build_files = {
+        "setup.py",
+        "setup.cfg",
+        "pyproject.toml",
+        "MANIFEST.in",
+        "README.md",
+        "LICENSE",
+        "PKG-INFO",
+    }
     metadata = {name for name in names if name.startswith("src/sjsonl.egg-info/")}
     unexpected = sorted(names - package - metadata - build_files)  # tests, benchmarks, venvs, .so, bytecode
     assert not unexpected, f"should not ship in the sdist: {unexpected[:20]}"
