@@ -7,10 +7,13 @@ import bz2
 import gzip
 import io
 import lzma
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
+import xxhash
 
 from sjsonl import DataFileError, JSONLDataset, load_dataset
 from sjsonl.storage.formats import sniff
@@ -26,6 +29,22 @@ def _zip(data: bytes) -> bytes:
     return buf.getvalue()
 
 
+def _lz4_frame(data: bytes) -> bytes:
+    """A valid LZ4 frame (the frame format spec): its magic, a descriptor with the header checksum
+    (xxh32 of the descriptor, second byte), one block stored uncompressed (high bit set), the end mark."""
+    descriptor = bytes([0x60, 0x40])  # version 01, blocks independent; 64 KiB max block size
+    checksum = (xxhash.xxh32_intdigest(descriptor) >> 8) & 0xFF
+    block = struct.pack("<I", len(data) | 0x80000000) + data
+    return b"\x04\x22\x4d\x18" + descriptor + bytes([checksum]) + block + b"\x00\x00\x00\x00"
+
+
+def _empty_7z() -> bytes:
+    """A valid empty 7z archive (the 7z format's signature header: magic, version 0.4, the CRC-32 of the
+    next-header fields, which for an empty archive are all zero)."""
+    fields = bytes(20)
+    return b"7z\xbc\xaf\x27\x1c\x00\x04" + struct.pack("<I", zlib.crc32(fields)) + fields
+
+
 def _compressed() -> dict[str, bytes]:
     pyzstd = pytest.importorskip("pyzstd")
     return {
@@ -35,6 +54,8 @@ def _compressed() -> dict[str, bytes]:
         "xz": lzma.compress(ROWS),
         "zip": _zip(ROWS),
         "lzma": lzma.compress(ROWS, format=lzma.FORMAT_ALONE),
+        "lz4": _lz4_frame(ROWS),
+        "7z": _empty_7z(),
     }
 
 

@@ -38,6 +38,7 @@ from typing import Any, overload
 import numpy as np
 
 from .decode import DECODE_ERRORS, excerpt, fallback_loads, fast_loads, loads
+from .errors import BadLineWarning as BadLineWarning
 from .errors import InvalidArgumentError
 from .index.store import artifact_path
 from .schema import map_record_chunks
@@ -45,10 +46,6 @@ from .sidecar import index_key, read_sidecar, write_sidecar
 from .storage import byte_view, count_newlines
 
 POLICIES = ("error", "skip", "warn")
-
-
-class BadLineWarning(UserWarning):
-    """``on_bad_lines="warn"``: lines were skipped (the message counts them and names the first)."""
 
 
 #: Bad lines per file whose line numbers are kept (in memory and beside the index); later ones are counted

@@ -20,19 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import SJSONLError
-
-
-class FeaturesMismatchError(SJSONLError, ValueError):
-    """A record has a key the given ``features`` do not list (🤗 refuses such data too).
-
-    Example:
-        >>> try:
-        ...     conform_rows(features={"a": None})({"a": 1, "b": 2})
-        ... except ValueError as exc:
-        ...     print(type(exc).__name__, exc)
-        FeaturesMismatchError a record has column(s) ['b'] that features do not list (they list ['a'])
-    """
+from .errors import FeaturesMismatchError as FeaturesMismatchError
 
 
 def _caster(feature: Any) -> Any:

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._progress import Progress
-from .badlines import MAX_REPORTED, BadLineWarning, check_policy
+from .badlines import MAX_REPORTED, check_policy
 from .dataset import JSONLDataset
 from .document import layouts_for
-from .errors import RecordDecodeError, SJSONLError
+from .errors import BadLineWarning, IndexBuildError, RecordDecodeError, SJSONLError
 from .index.build import build_layout, load_or_build_index, save_index
 from .index.packed import format_on_disk
 from .indexer import InvalidRecordsError
@@ -69,20 +69,6 @@ class IndexReport:
     bad_lines: int | None = None  #: lines that are not valid JSON (None: records were not parsed)
     bad_line_messages: tuple[str, ...] = ()  #: the first :data:`~sjsonl.badlines.MAX_REPORTED`, located
     worker: str = ""  #: ``host:pid`` of the process that ran the task
-
-
-class IndexBuildError(SJSONLError):
-    """Some files could not be indexed. ``failures`` maps each to its error; ``index_paths`` maps the
-    files that were indexed to their index."""
-
-    def __init__(self, failures: dict[str, BaseException], index_paths: dict[str, str]) -> None:
-        self.failures, self.index_paths = failures, index_paths
-        total = len(failures) + len(index_paths)
-        listed = "; ".join(f"{path}: {exc}" for path, exc in failures.items())
-        super().__init__(f"{len(failures)} of {total} files could not be indexed: {listed}")
-
-    def __reduce__(self):
-        return (type(self), (self.failures, self.index_paths))
 
 
 def index_file(

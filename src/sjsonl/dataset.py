@@ -23,10 +23,10 @@ from typing import Any, Union
 
 import numpy as np
 
-from .badlines import BadLine, BadLines, BadLineWarning, bad_lines_of, check_policy, report
+from .badlines import BadLine, BadLines, bad_lines_of, check_policy, report
 from .decode import DECODE_ERRORS, fast_loads
 from .document import open_data_files
-from .errors import ArgumentTypeError, InvalidArgumentError, out_of_range, plural
+from .errors import ArgumentTypeError, BadLineWarning, InvalidArgumentError, out_of_range, plural
 from .fields import FieldProjection, TypedDecoder
 from .index import line_number_at
 from .sampling.maps import IndexMap, SkipMap

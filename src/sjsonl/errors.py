@@ -334,3 +334,78 @@ def require(module: str, extra: str):
         raise MissingDependencyError(
             f"{module} is required for this feature: pip install 'sjsonl[{extra}]'"
         ) from exc
+
+
+class ArtifactWarning(UserWarning):
+    """A file sjsonl keeps beside an index (bad lines, schema, seek points) failed its checks — corrupt, cut
+    short, edited, or in a place others can write — and was ignored; what it held is recomputed."""
+
+
+class IndexBuildError(SJSONLError):
+    """Some files could not be indexed. ``failures`` maps each to its error; ``index_paths`` maps the
+    files that were indexed to their index."""
+
+    def __init__(
+        self,
+        failures: dict[str, BaseException] | str | None = None,
+        index_paths: dict[str, str] | None = None,
+        *,
+        message: str | None = None,
+    ) -> None:
+        if message is not None or not isinstance(failures, dict):  # one string: relayed from a worker
+            self.failures, self.index_paths = {}, {}
+            super().__init__(message if message is not None else str(failures or ""))
+            return
+        index_paths = index_paths or {}
+        self.failures, self.index_paths = failures, index_paths
+        total = len(failures) + len(index_paths)
+        listed = "; ".join(f"{path}: {exc}" for path, exc in failures.items())
+        super().__init__(f"{len(failures)} of {total} files could not be indexed: {listed}")
+
+    def __reduce__(self):
+        if not self.failures and not self.index_paths:  # built from one string
+            return (type(self), self.args)
+        return (type(self), (self.failures, self.index_paths))
+
+
+class SchemaMismatchError(SJSONLError, ValueError):
+    """A row's value does not fit the representation its column was given from the sampled rows."""
+
+
+class UntrustedIndexPlaceWarning(UserWarning):
+    """An index place (directory or file) others can write was skipped for the private cache."""
+
+
+class IndexNotSavedWarning(UserWarning):
+    """An index could not be written anywhere (read-only places, a full disk, a file size limit): it
+    serves this process from memory and is built again by the next one."""
+
+
+class BadLineWarning(UserWarning):
+    """``on_bad_lines="warn"``: lines were skipped (the message counts them and names the first)."""
+
+
+class FeaturesMismatchError(SJSONLError, ValueError):
+    """A record has a key the given ``features`` do not list (🤗 refuses such data too).
+
+    Example:
+        >>> from sjsonl.conform import conform_rows
+        >>> try:
+        ...     conform_rows(features={"a": None})({"a": 1, "b": 2})
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__, exc)
+        FeaturesMismatchError a record has column(s) ['b'] that features do not list (they list ['a'])
+    """
+
+
+class DocumentError(SJSONLError, ValueError):
+    """A JSON document that cannot be indexed as rows: it ends inside its array, or ``field`` is
+    missing or holds no list.
+
+    Example:
+        >>> from sjsonl.index.elements import scan_elements
+        >>> scan_elements([b'{"a": 1}'], field="data")
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.DocumentError: the JSON document has no top-level key 'data' (field='data')
+    """

@@ -65,6 +65,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from .errors import ArtifactWarning as ArtifactWarning
+
 #: The first 8 bytes of every file sjsonl writes beside data, except the plain index (see the table above).
 ARTIFACT_MAGICS = (b"SJSONLpk", b"SJSONLbl", b"SJSONLsc", b"SJSONLgz", b"SJSONLbz")
 #: The last 8 bytes of a plain ``.npy`` index (whose first bytes are numpy's ``b"\\x93NUMPY"``).
@@ -77,11 +79,6 @@ _LEGACY_HEADS = (b'{"key"', b"sjsonl-seekpoints", b"sjsonl-blockpoints")
 
 #: bytes, bytearray, memoryview, a contiguous numpy array: anything the buffer protocol exposes
 Buffer = Any
-
-
-class ArtifactWarning(UserWarning):
-    """A file sjsonl keeps beside an index (bad lines, schema, seek points) failed its checks — corrupt, cut
-    short, edited, or in a place others can write — and was ignored; what it held is recomputed."""
 
 
 class Sidecar(NamedTuple):

@@ -220,7 +220,7 @@ class IndexedFile:
         changed (:class:`~sjsonl.errors.StaleDataError`), or what the storage saved to find them (gzip
         seek points) is wrong — dropped, and read again — or, failing both, the index is corrupt."""
         data = self.storage.read(lo, hi)
-        if ends_lines(data, lo, span_ends, self.end):
+        if self.layout or ends_lines(data, lo, span_ends, self.end):  # (a document's elements are no lines)
             return data
         check_unchanged(self.storage)
         why = f"the records read at bytes [{lo}, {hi}) of {self.path} do not end lines"
@@ -372,7 +372,7 @@ class IndexedFile:
         blobs = read_many_ahead(self, [(lo, hi) for lo, hi, _ in runs])
         for (lo, hi, members), blob in zip(runs, blobs):
             span_ends = sorted(ends[k] for k in members)
-            if not ends_lines(blob, lo, span_ends, self.end):
+            if not self.layout and not ends_lines(blob, lo, span_ends, self.end):
                 blob = self.read_spans(lo, hi, span_ends)
             spans = [(starts[k] - lo, ends[k] - lo) for k in members]
             for k, rec in zip(members, self.decode_spans(spans, decode, buf=blob, base=lo)):

@@ -33,10 +33,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, BinaryIO
 
-from .badlines import BadLineWarning, check_policy
+from .badlines import check_policy
 from .decode import DECODE_ERRORS, excerpt, fast_loads, second_look
 from .document import is_array_document, is_json_name
-from .errors import InvalidArgumentError, RecordDecodeError, require
+from .errors import BadLineWarning, InvalidArgumentError, RecordDecodeError, require
 from .index.elements import iter_elements
 from .storage import is_url, open_storage, resolve_path, stat_data_file
 from .storage.formats import HEAD_BYTES, check_format, format_of_name

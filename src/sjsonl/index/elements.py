@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SJSONLError
+from ..errors import DocumentError as DocumentError
 
 _WS = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
@@ -53,18 +53,6 @@ FIELD = "json-field-last:"
 
 class NotADocument(Exception):
     """The bytes are not one JSON array document (something follows the array): read them as lines."""
-
-
-class DocumentError(SJSONLError, ValueError):
-    """A JSON document that cannot be indexed as rows: it ends inside its array, or ``field`` is
-    missing or holds no list.
-
-    Example:
-        >>> scan_elements([b'{"a": 1}'], field="data")
-        Traceback (most recent call last):
-        ...
-        sjsonl.index.elements.DocumentError: the JSON document has no top-level key 'data' (field='data')
-    """
 
 
 @dataclass

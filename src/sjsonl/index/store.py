@@ -55,7 +55,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..errors import IndexFileError, InvalidArgumentError, SJSONLError, one_line
+from ..errors import IndexFileError, IndexNotSavedWarning, InvalidArgumentError, SJSONLError, one_line
 from ..storage import DataStamp, is_url, map_readonly
 from ..storage.local import open_regular_file
 from ..storage.zip import MEMBER_SEP, split_member
@@ -549,11 +549,6 @@ def write_index_somewhere(
             if exc.errno not in _CANNOT_WRITE or k == len(places) - 1:
                 raise
     raise AssertionError("unreachable")
-
-
-class IndexNotSavedWarning(UserWarning):
-    """An index could not be written anywhere (read-only places, a full disk, a file size limit): it
-    serves this process from memory and is built again by the next one."""
 
 
 def warn_not_saved(data_path: str, exc: OSError) -> None:

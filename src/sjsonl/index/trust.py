@@ -23,10 +23,7 @@ import os
 import stat
 import warnings
 
-
-class UntrustedIndexPlaceWarning(UserWarning):
-    """An index place (directory or file) others can write was skipped for the private cache."""
-
+from ..errors import UntrustedIndexPlaceWarning as UntrustedIndexPlaceWarning
 
 _WARNED: set[str] = set()
 

@@ -59,7 +59,7 @@ import numpy as np
 import orjson
 
 from ..decode import loads
-from ..errors import InvalidArgumentError, SJSONLError
+from ..errors import InvalidArgumentError, SchemaMismatchError
 from ..schema import JSON_SIG, RecordSchema, schema_of_records
 
 KINDS = ("str", "int64", "float64", "bool", "json")
@@ -68,10 +68,6 @@ _FILL = {"str": "", "int64": 0, "float64": np.nan, "bool": False}
 _LEAF_TYPES: dict[str, set[type]] = {"str": {str}, "int64": {int}, "float64": {int, float}, "bool": {bool}}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 VALUE_COLUMN = "value"
-
-
-class SchemaMismatchError(SJSONLError, ValueError):
-    """A row's value does not fit the representation its column was given from the sampled rows."""
 
 
 @dataclass(frozen=True)
