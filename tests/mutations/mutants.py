@@ -147,4 +147,20 @@ MUTANTS = [
         "    fd, tmp = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644), path",
         ("tests/test_index_files.py", "-k", "kill"),
     ),
+    Mutant(
+        "index-loses-last-record",
+        "every file's index drops its last record",
+        "src/sjsonl/source.py",
+        "        self.n = len(loaded.offsets)",
+        "        self.n = len(loaded.offsets) - 1",
+        ("tests/test_decoder_agreement.py", "-k", "real_files or generated"),
+    ),
+    Mutant(
+        "batches-shuffle-ignored",
+        "ds.batch(n).shuffle(seed) returns the batches in file order",
+        "src/sjsonl/batching.py",
+        "        if self._order is not None:\n            i = self._order[i]",
+        "        if self._order is not None:\n            i = i",
+        ("tests/test_decoder_agreement.py", "-k", "real_files or generated"),
+    ),
 ]

@@ -29,6 +29,7 @@ from mutants import MUTANTS, Mutant  # the list, beside this script
 
 REPO = Path(__file__).resolve().parents[2]
 COPIED = ["src", "tests", "README.md", "pyproject.toml", "setup.py", "examples", "benchmarks"]
+SHARED_DATA = Path(os.environ.get("SJSONL_SHARED_DATA", REPO.parent / "shared" / "data"))
 TIMEOUT = 600  # seconds per mutant; each selection takes well under a minute on an idle 2-core machine
 
 
@@ -66,11 +67,11 @@ def apply(root: Path, mutant: Mutant) -> str:
     return text
 
 
-def run_tests(root: Path, mutant: Mutant, stop_at_first: bool) -> tuple[str, str, float]:
+def run_tests(root: Path, mutant: Mutant, stop_at_first: bool, show: bool = False) -> tuple[str, str, float]:
     """Run the mutant's tests in the copy: (result, failing tests or the reason, seconds)."""
     env = {**os.environ, "PYTHONPATH": str(root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
     if mutant.shared_data:  # the copy does not sit beside ../shared/data: name it (and never skip)
-        env["SJSONL_SHARED_DATA"] = os.environ.get("SJSONL_SHARED_DATA", str(REPO.parent / "shared" / "data"))
+        env["SJSONL_SHARED_DATA"] = str(SHARED_DATA)
         env["SJSONL_REQUIRE_SHARED"] = "1"
     else:  # a mutant that could make sjsonl write beside read-only data must not see the shared data
         env["SJSONL_SHARED_DATA"] = str(root / "no-shared-data")
@@ -84,13 +85,16 @@ def run_tests(root: Path, mutant: Mutant, stop_at_first: bool) -> tuple[str, str
     except subprocess.TimeoutExpired:
         return "caught (timeout)", f"no result in {TIMEOUT} s", time.monotonic() - t0
     seconds = time.monotonic() - t0
-    failed = re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", out.stdout, flags=re.M)
+    if show:
+        print("\n".join((out.stdout + out.stderr).splitlines()[-40:]), file=sys.stderr)
+    failed = re.findall(r"^FAILED (.+?)(?: - .*)?$", out.stdout, flags=re.M)
+    errors = re.findall(r"^ERROR (.+?)(?: - .*)?$", out.stdout, flags=re.M)
     skipped = re.findall(r"^SKIPPED .*", out.stdout, flags=re.M)
     if out.returncode == 0:
         note = f"{len(skipped)} skipped" if skipped else ""
         return "MISSED", note, seconds
-    if out.returncode == 1 and failed:
-        return "caught", ", ".join(short(f) for f in failed[:3]), seconds
+    if out.returncode == 1 and (failed or errors):  # (run --baseline: each selection passes unmutated)
+        return "caught", ", ".join(short(f) for f in (failed or errors)[:3]), seconds
     tail = (out.stdout + out.stderr).strip().splitlines()[-3:]
     return f"error (exit {out.returncode})", " / ".join(tail), seconds
 
@@ -107,6 +111,7 @@ def main() -> int:
     parser.add_argument("--baseline", action="store_true", help="run the selections without mutating")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--tests-at", metavar="REV", help="run the tests as they were at this git revision")
+    parser.add_argument("--show", action="store_true", help="print the end of each pytest run")
     parser.add_argument("--all-failures", action="store_true", help="do not stop at the first failing test")
     args = parser.parse_args()
     chosen = [m for m in MUTANTS if not args.names or any(w in m.name for w in args.names)]
@@ -115,13 +120,15 @@ def main() -> int:
             print(f"{m.name}: {m.what}\n    {m.file}: {m.old.strip()!r} -> {m.new.strip()!r}")
             print(f"    {' '.join(m.tests)}")
         return 0
+    if any(m.shared_data for m in chosen) and not (SHARED_DATA / "jsonl").is_dir():
+        raise SystemExit(f"the real test data is not at {SHARED_DATA}: set SJSONL_SHARED_DATA")
     rows = []
     with tempfile.TemporaryDirectory(prefix="sjsonl-mutants-") as tmp:
         root = copy_checkout(Path(tmp), args.tests_at)
         for m in chosen:
             original = None if args.baseline else apply(root, m)
             try:
-                result, by, seconds = run_tests(root, m, stop_at_first=not args.all_failures)
+                result, by, seconds = run_tests(root, m, not args.all_failures, args.show)
             finally:
                 if original is not None:
                     (root / m.file).write_text(original)
