@@ -72,7 +72,7 @@ MUTANTS = [
         "src/sjsonl/loading.py",
         "        elif fill_missing:",
         "        elif False:",
-        ("tests/test_hf_differential.py", "-k", "missing keys"),
+        ("tests/test_hf_differential.py", "-k", "missing and keys"),
     ),
     Mutant(
         "decode-loses-big-ints",
