@@ -211,4 +211,12 @@ MUTANTS = [
         "        return self._new(seed=seed + 1)",
         ("tests/test_trainers_trl.py", "-k", "iterable"),
     ),
+    Mutant(
+        "interleave-period-rotated",
+        "an interleave's single-record path draws each period's sources in another order",
+        "src/sjsonl/sampling/schedule.py",
+        "        source = int(self._source[r])",
+        "        source = int(self._source[(r + 1) % self.period])",
+        ("tests/test_huge_lengths.py",),
+    ),
 ]

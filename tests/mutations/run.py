@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from mutants import MUTANTS, Mutant  # the list, beside this script
@@ -100,7 +101,29 @@ def run_tests(root: Path, mutant: Mutant, stop_at_first: bool, show: bool = Fals
 
 
 def short(test_id: str) -> str:
-    return test_id.replace("tests/", "").split(" - ")[0]
+    name = test_id.replace("tests/", "").split(" - ")[0]
+    return name if len(name) < 100 else name[:96] + "…]"
+
+
+#: test files split out of older ones (for --tests-at a revision from before the split)
+SPLIT_FROM = {
+    "tests/test_trainers_trl.py": "tests/test_trainers.py",
+    "tests/test_mixture_hf.py": "tests/test_mixture.py",
+    "tests/test_mixture_torch.py": "tests/test_mixture.py",
+    "tests/test_batch_hf.py": "tests/test_prefetch.py",
+}
+
+
+def whole_files(mutant: Mutant, root: Path) -> Mutant:
+    """The mutant with its selection widened to whole test files (no ``-k``, no test names), as they exist
+    in ``root`` — to ask what a suite from before a change caught, whatever its tests were called."""
+    files = []
+    for arg in mutant.tests:
+        if arg.startswith("tests/"):
+            path = arg.split("::")[0]
+            path = path if (root / path).exists() else SPLIT_FROM.get(path, path)
+            files.append(path)
+    return replace(mutant, tests=tuple(dict.fromkeys(files)))
 
 
 def main() -> int:
@@ -111,6 +134,7 @@ def main() -> int:
     parser.add_argument("--baseline", action="store_true", help="run the selections without mutating")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--tests-at", metavar="REV", help="run the tests as they were at this git revision")
+    parser.add_argument("--whole-files", action="store_true", help="run whole test files, not selections")
     parser.add_argument("--show", action="store_true", help="print the end of each pytest run")
     parser.add_argument("--all-failures", action="store_true", help="do not stop at the first failing test")
     args = parser.parse_args()
@@ -126,6 +150,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sjsonl-mutants-") as tmp:
         root = copy_checkout(Path(tmp), args.tests_at)
         for m in chosen:
+            m = whole_files(m, root) if args.whole_files else m
             original = None if args.baseline else apply(root, m)
             try:
                 result, by, seconds = run_tests(root, m, not args.all_failures, args.show)
