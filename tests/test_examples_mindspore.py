@@ -12,6 +12,8 @@ pytest.importorskip("mindspore")
 
 from ._examples import EXAMPLES, real_sources, stop_and_resume
 
+pytestmark = pytest.mark.slow  # a full training run and a stopped-and-resumed one: a minute or more
+
 
 def test_mindspore_epoch_records_are_the_expected_multiset(shared_data, tmp_path):
     sources = real_sources(shared_data)

@@ -9,6 +9,8 @@ pytest.importorskip("torchdata")
 
 from ._examples import real_sources, stop_and_resume
 
+pytestmark = pytest.mark.slow  # a full training run and a stopped-and-resumed one: a minute or more
+
 
 def test_torch_ddp_loss_after_resume_equals_an_uninterrupted_run(shared_data, tmp_path):
     sources = real_sources(shared_data)

@@ -8,8 +8,8 @@ Every layout × call gives exactly 🤗's rows (with sjsonl's defaults; values c
 is not ``1.0``), or raises what 🤗 raises: an error of the same built-in kind (🤗's builder errors are
 compared by the cause they wrap) with the same message — or, where the wording differs, naming the same
 thing (:data:`MESSAGES`). The differences that are real and deliberate are listed in :data:`DIFFERENT`
-(case → reason, each in the README's "coming from 🤗" section), and each case there is checked to differ in
-just that way — so exactly those cases differ.
+(case → reason; the README's "coming from 🤗" section must say each reason), and each case there is
+checked to differ in just that way — so exactly those cases differ.
 """
 
 from __future__ import annotations
@@ -304,7 +304,8 @@ SPLITS_FIRST = (
     "sjsonl reads lazily: a bad split is told before any record is read (🤗 parses every file first)"
 )
 
-#: case -> why sjsonl's result differs from 🤗's, on purpose (each is in the README's "coming from 🤗").
+#: case -> why sjsonl's result differs from 🤗's, on purpose (each reason belongs in the README's "coming
+#: from 🤗" section).
 DIFFERENT: dict[str, str] = {
     **{
         f"missing keys|{call}": A_RECORD_IS_A_LINE

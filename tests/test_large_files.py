@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 from sjsonl import JSONLDataset
 
 from ._large_file import APPENDED, HEAD, beyond, record
+
+pytestmark = pytest.mark.slow  # the >4 GiB file takes 10-20 s to build (tests/_large_file.py)
 
 
 def test_offsets_past_4_gib_are_uint64_and_exact(file_past_4_gib):

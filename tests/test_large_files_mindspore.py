@@ -10,6 +10,8 @@ from sjsonl.mindspore import to_generator_dataset
 
 from ._large_file import beyond
 
+pytestmark = pytest.mark.slow  # the >4 GiB file takes 10-20 s to build (tests/_large_file.py)
+
 
 def test_mindspore_reads_records_past_4_gib(file_past_4_gib):
     _, _, ds, _ = file_past_4_gib

@@ -10,6 +10,8 @@ from sjsonl.torch import DistributedSampler, collate_records  # noqa: E402
 
 from ._large_file import beyond  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the >4 GiB file takes 10-20 s to build (tests/_large_file.py)
+
 
 def test_the_torch_sampler_and_loader_read_records_past_4_gib(file_past_4_gib):
     _, _, ds, _ = file_past_4_gib

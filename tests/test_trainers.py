@@ -175,7 +175,6 @@ def trainer_with_transform(load_dataset, path, tok, out):
     return losses(trainer, tok)
 
 
-@pytest.mark.slow  # two short trainings
 @pytest.mark.parametrize("script", [trainer_with_map, trainer_with_transform], ids=lambda f: f.__name__)
 def test_same_script_same_batches_and_losses_as_hf(script, qa_file, tok, tmp_path):
     theirs = script(datasets.load_dataset, own_copy(qa_file, tmp_path), tok, tmp_path / "hf")

@@ -80,7 +80,6 @@ def sft_on_messages(load_dataset, path, tok, out):
     return losses(trainer, tok)
 
 
-@pytest.mark.slow  # two short trainings each
 @pytest.mark.parametrize(
     "script", [sft_with_map, sft_with_formatting_func, sft_on_messages], ids=lambda f: f.__name__
 )
