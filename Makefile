@@ -50,3 +50,9 @@ bench: $(VENV)/.all
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so
+
+# The mutation run (tests/mutations/): one-line bugs put into a copy of the checkout one at a time, each
+# against the tests that must catch it; prints mutant | caught by | result, fails if any is missed.
+.PHONY: mutants
+mutants: $(VENV)/.all
+	$(PY) tests/mutations/run.py

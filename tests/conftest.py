@@ -59,6 +59,19 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(scope="session")
+def file_past_4_gib(tmp_path_factory):
+    """A sparse data file grown past 4 GiB and its datasets (tests/_large_file.py), built once per session
+    for tests/test_large_files*.py, removed after."""
+    from ._large_file import build
+
+    root = tmp_path_factory.mktemp("big")
+    try:
+        yield build(root)
+    finally:
+        (root / "big.jsonl").unlink(missing_ok=True)
+
+
 def write_bytes(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path

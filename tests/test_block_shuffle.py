@@ -106,3 +106,23 @@ def test_bad_arguments():
         BlockShuffle(10, 4)[10]
     with pytest.raises(RecordIndexError):
         BlockShuffle(10, 4).take(np.array([3, 10]))
+
+
+# (n, block_size, window, seed, epoch) -> records at positions: pinned, as the exact shuffle's are in
+# tests/test_permutation.py (a change reorders every saved run that used a block shuffle)
+BLOCK_GOLDEN = [
+    ((10, 3, 2, 0, 0), list(range(10)), [0, 8, 7, 2, 1, 6, 3, 4, 5, 9]),
+    ((1000, 16, 4, 1, 0), [0, 1, 2, 3, 500, 998, 999], [611, 618, 190, 767, 367, 672, 282]),
+    ((1001, 64, 2, 11, 2), [0, 1, 2, 3, 500, 999, 1000], [437, 662, 440, 703, 25, 80, 577]),
+    (
+        (100000, 256, 64, 0, 1),
+        [0, 1, 2, 3, 50000, 99998, 99999],
+        [28453, 23916, 50126, 28025, 90527, 2634, 81031],
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "positions", "expected"), BLOCK_GOLDEN, ids=lambda v: str(v)[:24])
+def test_golden_block_orders(args, positions, expected):
+    s = BlockShuffle(*args)
+    assert s.take(np.array(positions)).tolist() == expected and [s[i] for i in positions] == expected

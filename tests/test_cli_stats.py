@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 
 import pytest
 
-from sjsonl import JSONLDataset
-
+from ._reference_order import reference_order
 from .test_cli import cli
 
 
@@ -72,29 +70,35 @@ def test_stats_plot(mixed, tmp_path):
     assert len(data) > 10_000  # axes, bars and labels, not an empty canvas
 
 
-def test_stats_is_fast_on_100k_records(tmp_path):
+def test_stats_of_100k_records(tmp_path):
     path = tmp_path / "big.jsonl"
     path.write_text(
         "".join(f'{{"id": {i}, "text": "{"x" * (i % 50)}", "tags": [1]}}\n' for i in range(100_000))
     )
     cli("index", path)
-    t0 = time.perf_counter()
     out = cli("stats", path)
-    assert out.returncode == 0 and "records:  100,000" in out.stdout and "fields (all):" in out.stdout
-    assert time.perf_counter() - t0 < 20
+    assert out.returncode == 0 and out.stderr == ""
+    assert "records:  100,000" in out.stdout and "fields (all):" in out.stdout
+    rows = {
+        line.split()[0]: line for line in out.stdout.splitlines() if line.startswith("  ") and "%" in line
+    }
+    assert set(rows) == {"id", "text", "tags"} and all("100.0%" in row for row in rows.values())
+    assert "str len 0 / 24.5 / 49" in rows["text"] and "list len 1 / 1.0 / 1" in rows["tags"]
 
 
-def test_sample_is_uniform_exact_and_deterministic(tmp_path):
+def test_sample_is_exact_and_deterministic(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text("".join(f'{{"i": {i}}}\n' for i in range(100)))
     first = cli("sample", path, "-n", 10, "--seed", 3)
     assert first.returncode == 0 and first.stderr == ""
-    drawn = [json.loads(line)["i"] for line in first.stdout.splitlines()]
-    assert len(set(drawn)) == 10 and drawn == [r["i"] for r in JSONLDataset(path).shuffle(seed=3).take(10)]
+    drawn = [json.loads(line) for line in first.stdout.splitlines()]
+    # the first 10 positions of the seed-3 order, from the order's specification (not from sjsonl)
+    assert drawn == [{"i": i} for i in reference_order(100, seed=3, positions=range(10))]
+    assert [r["i"] for r in drawn[:4]] == [12, 7, 90, 4]  # the pinned start of that order
     assert cli("sample", path, "-n", 10, "--seed", 3).stdout == first.stdout
     assert cli("sample", path, "-n", 10, "--seed", 4).stdout != first.stdout
     whole = cli("sample", path, "-n", 100).stdout.splitlines()
-    assert sorted(json.loads(line)["i"] for line in whole) == list(range(100))
+    assert [json.loads(line)["i"] for line in whole] == reference_order(100, seed=0)
 
 
 def test_sample_more_than_there_are(tmp_path):

@@ -4,9 +4,12 @@ sharded names, hidden and special files; ``tests/packaged_modules/test_json.py``
 int/float columns, unicode; ``tests/test_load.py``: ``data_files`` as str/list/dict, ``data_dir``, split
 slicing, ``features``).
 
-Every layout × call must give equal results (rows compared with ``fill_missing=True``, 🤗's row shape), or
-both raise an error of the same built-in kind — or be a difference listed in :data:`KNOWN` (and in the
-README's "coming from 🤗" section) with its reason; those run as strict xfails, so the list stays true.
+Every layout × call gives exactly 🤗's rows (with sjsonl's defaults; values compared with their types: ``1``
+is not ``1.0``), or raises what 🤗 raises: an error of the same built-in kind (🤗's builder errors are
+compared by the cause they wrap) with the same message — or, where the wording differs, naming the same
+thing (:data:`MESSAGES`). The differences that are real and deliberate are listed in :data:`DIFFERENT`
+(case → reason; the README's "coming from 🤗" section must say each reason), and each case there is
+checked to differ in just that way — so exactly those cases differ.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import bz2
 import gzip
 import json
 import lzma
+import math
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +109,9 @@ LAYOUTS: dict[str, dict[str, Any]] = {
         + b"}"
     },
     "type conflict": {"train.jsonl": [{"x": 1}, {"x": "s"}]},
+    "a bad line": {"train.jsonl": b'{"a": 1}\n{"a": 2\n'},
 }
 
-# (layout, call) -> why sjsonl differs (each is listed in the README too)
-KNOWN: dict[tuple[str, str], str] = {}
 #: layout -> keywords every call on it passes
 LAYOUT_KW: dict[str, dict[str, Any]] = {
     "rows under a field": {"field": "data"},
@@ -170,7 +174,43 @@ def _calls(name: str, files: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
     if isinstance(train, list) and all(set(r) <= set(FEATURES) for r in train):
         calls.append(("features", {"split": "train", "features": datasets.Features(FEATURES)}))
         calls.append(("features subset", {"split": "train", "features": datasets.Features(FEATURES_WIDE)}))
-    return calls
+    return calls + [(call, kw) for call, kw in EXTRA_CALLS.get(name, [])]
+
+
+#: layout -> calls made on it besides those of every layout
+EXTRA_CALLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "one train file": [
+        ("missing data file", {"path": "json", "data_files": "nosuch.jsonl"}),
+        ("one of two data files missing", {"path": "json", "data_files": ["train.jsonl", "nope.jsonl"]}),
+        ("slice past the end", {"split": "train[20:30]"}),
+        (
+            "features missing a column",
+            {"split": "train", "features": datasets.Features({k: FEATURES[k] for k in ("id", "text")})},
+        ),
+        (
+            "features of another type",
+            {"split": "train", "features": datasets.Features({**FEATURES, "text": datasets.Value("int64")})},
+        ),
+    ],
+    "missing keys": [
+        (
+            "features",
+            {
+                "split": "train",
+                "features": datasets.Features(
+                    {
+                        "id": datasets.Value("int64"),
+                        "a": datasets.Value("int64"),
+                        "b": datasets.Value("string"),
+                    }
+                ),
+            },
+        )
+    ],
+    "int and float mix": [
+        ("features", {"split": "train", "features": datasets.Features({"x": FEATURES["score"]})})
+    ],
+}
 
 
 CASES = [
@@ -180,18 +220,29 @@ CASES = [
 ]
 
 
-def _rows(obj: Any, streaming: bool) -> Any:
+def same(a: Any, b: Any) -> bool:
+    """Equal, and of the same types all the way down: ``1`` is not ``1.0`` nor ``True``; keys in order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _rows(obj: Any) -> Any:
     if isinstance(obj, dict) or type(obj).__name__ in ("DatasetDict", "IterableDatasetDict"):
-        return {str(k): _rows(v, streaming) for k, v in obj.items()}
+        return {str(k): _rows(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_rows(v, streaming) for v in obj]
-    rows = list(obj)
-    if streaming:  # 🤗 streams type each block on its own: compare keys that hold values
-        rows = [{k: v for k, v in r.items() if v is not None} if isinstance(r, dict) else r for r in rows]
-    return rows
+        return [_rows(v) for v in obj]
+    return list(obj)
 
 
 def _run(fn, root: Path, kw: dict[str, Any], **extra: Any) -> tuple[str, Any]:
+    """``("ok", rows)`` or ``("raised", exception)`` — for 🤗's builder errors, the error they wrap."""
     kw = dict(kw)
     path = kw.pop("path", str(root))
     if path == "json":
@@ -199,13 +250,126 @@ def _run(fn, root: Path, kw: dict[str, Any], **extra: Any) -> tuple[str, Any]:
     cwd = os.getcwd()
     os.chdir(root)  # 🤗 resolves relative data_files against the working directory when data_dir is None
     try:
-        return "ok", _rows(fn(path, **kw, **extra), kw.get("streaming", False))
-    except (ValueError, FileNotFoundError, TypeError) as exc:
-        kind = "FileNotFoundError" if isinstance(exc, FileNotFoundError) else type(exc).__mro__[1].__name__
-        kind = "ValueError" if isinstance(exc, ValueError) else kind
-        return kind, str(exc)[:200]
+        return "ok", _rows(fn(path, **kw, **extra))
+    except Exception as exc:
+        if type(exc).__name__ == "DatasetGenerationError" and exc.__cause__ is not None:
+            return "raised", exc.__cause__  # "An error occurred while generating the dataset" says nothing
+        return "raised", exc
     finally:
         os.chdir(cwd)
+
+
+def _builtin(exc: BaseException) -> type:
+    """The most specific built-in class of an exception (pyarrow's ArrowInvalid → ValueError)."""
+    return next(c for c in type(exc).__mro__ if c.__module__ == "builtins")
+
+
+# ----------------------------------------------------------------------------- what differs, and why
+#: case -> (what sjsonl's message says, what 🤗's says): the same error in other words, for errors whose
+#: wording differs; ``{root}`` is the layout's folder. Every other error's message is 🤗's, word for word.
+MESSAGES: dict[str, tuple[str, str]] = {
+    "one train file|missing data file": ("{root}/nosuch.jsonl", "{root}/nosuch.jsonl"),
+    "one train file|one of two data files missing": ("{root}/nope.jsonl", "{root}/nope.jsonl"),
+    "one train file|features missing a column": ("['score']", "score: double"),  # the column names
+    # the bad line: sjsonl's file:line (1-based) and byte offset; 🤗's row (0-based)
+    **{
+        f"a bad line|{call}": ("{root}/train.jsonl:2: invalid JSON record at byte offset 9", "in row 1")
+        for call in (
+            "folder",
+            "folder split",
+            "skip one",
+            "last one",
+            "split list",
+            "json one file",
+            "json file twice",
+            "json dict",
+            "json glob",
+            "streaming",
+            "json data_dir only",
+        )
+    },
+}
+
+A_RECORD_IS_A_LINE = (
+    "a record is its line: a key missing from it stays missing (fill_missing=True: 🤗's rows)"
+)
+STREAMED_AS_IS = "a streamed record is its line (fill_missing and features are refused with streaming=True)"
+NUMBERS_AS_WRITTEN = (
+    "a record is json.loads of its line: 1 stays an int where 🤗's column is float (features= casts)"
+)
+READ_LAZILY = (
+    "sjsonl reads lazily: a bad line raises when read, so slices without it read (🤗 parses it all first)"
+)
+SPLITS_FIRST = (
+    "sjsonl reads lazily: a bad split is told before any record is read (🤗 parses every file first)"
+)
+
+#: case -> why sjsonl's result differs from 🤗's, on purpose (each reason belongs in the README's "coming
+#: from 🤗" section).
+DIFFERENT: dict[str, str] = {
+    **{
+        f"missing keys|{call}": A_RECORD_IS_A_LINE
+        for call in (
+            "folder",
+            "folder split",
+            "first half",
+            "skip one",
+            "last one",
+            "split list",
+            "json one file",
+            "json file twice",
+            "json dict",
+            "json glob",
+            "json data_dir only",
+        )
+    },
+    "missing keys|streaming": STREAMED_AS_IS,
+    **{
+        f"int and float mix|{call}": NUMBERS_AS_WRITTEN
+        for call in (
+            "folder",
+            "folder split",
+            "first half",
+            "skip one",
+            "last one",
+            "split list",
+            "json one file",
+            "json file twice",
+            "json dict",
+            "json glob",
+            "streaming",
+            "json data_dir only",
+        )
+    },
+    "a bad line|first half": READ_LAZILY,
+    "a bad line|pct beyond 100": SPLITS_FIRST,
+    "a bad line|unknown split": SPLITS_FIRST,
+}
+
+
+def _check_difference(reason: str, hf: tuple[str, Any], ours: tuple[str, Any], rerun: Callable) -> None:
+    """The case differs from 🤗, and only in the way ``reason`` says."""
+    if reason in (A_RECORD_IS_A_LINE, NUMBERS_AS_WRITTEN, STREAMED_AS_IS):
+        assert hf[0] == ours[0] == "ok" and not same(ours[1], hf[1]), (hf, ours)
+    if reason == A_RECORD_IS_A_LINE:
+        filled = rerun(fill_missing=True)
+        assert filled[0] == "ok" and same(filled[1], hf[1])  # every column in every row: 🤗's rows exactly
+    elif reason == NUMBERS_AS_WRITTEN:
+        assert ours[1] == hf[1]  # the same numbers: 1 == 1.0
+    elif reason == STREAMED_AS_IS:
+        columns = list(dict.fromkeys(k for row in ours[1] for k in row))
+        assert same([{k: row.get(k) for k in columns} for row in ours[1]], hf[1])  # 🤗 fills the missing
+    elif reason == READ_LAZILY:
+        assert hf[0] == "raised" and ours == ("ok", [{"a": 1}])  # the first half: the good line only
+    elif reason == SPLITS_FIRST:  # what 🤗 says of these splits of a good file (compared above)
+        told = [
+            "Percent slice boundaries must be > -100 and < 100.",
+            "Unknown split \"nosuch\". Should be one of ['train'].",
+        ]
+        assert hf[0] == ours[0] == "raised" and isinstance(ours[1], ValueError) and str(ours[1]) in told
+        assert "in row 1" in str(hf[1])  # 🤗 stopped at the bad line before it looked at the split
+    else:
+        raise AssertionError(f"no check for {reason!r}")
 
 
 @pytest.fixture(scope="module")
@@ -218,25 +382,39 @@ def roots(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def _params():
-    for layout, call, kw in CASES:
-        marks = []
-        if (layout, call) in KNOWN:
-            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(layout, call)]))
-        yield pytest.param(layout, kw, id=f"{layout}|{call}", marks=marks)
-
-
-@pytest.mark.parametrize(("layout", "kw"), list(_params()))
-def test_same_as_hf(roots: dict[str, Path], layout: str, kw: dict[str, Any], tmp_path_factory) -> None:
+@pytest.mark.parametrize(
+    ("layout", "call", "kw"), CASES, ids=[f"{layout}|{call}" for layout, call, _ in CASES]
+)
+def test_same_as_hf(
+    roots: dict[str, Path], layout: str, call: str, kw: dict[str, Any], tmp_path_factory
+) -> None:
     root = roots[layout]
+    case = f"{layout}|{call}"
     cache = str(root.parent / (root.name + "-hf-cache"))  # per layout: 🤗 reuses its Arrow files across calls
     hf = _run(datasets.load_dataset, root, kw, cache_dir=cache)
-    extra = {} if kw.get("streaming") else {"fill_missing": True}
-    ours = _run(sjsonl.load_dataset, root, kw, index_dir=str(tmp_path_factory.mktemp("idx")), **extra)
-    if hf[0] != "ok":
-        assert ours[0] == hf[0], f"🤗 raised {hf}, sjsonl gave {ours}"
+
+    def rerun(**extra: Any) -> tuple[str, Any]:
+        return _run(sjsonl.load_dataset, root, kw, index_dir=str(tmp_path_factory.mktemp("idx")), **extra)
+
+    ours = rerun()
+    if case in DIFFERENT:
+        _check_difference(DIFFERENT[case], hf, ours, rerun)
+    elif hf[0] == "raised":
+        assert ours[0] == "raised", f"🤗 raised {hf[1]!r}, sjsonl gave {ours[1]!r}"
+        assert isinstance(ours[1], _builtin(hf[1])), (hf[1], ours[1])
+        if case in MESSAGES:
+            ours_says, hf_says = (text.format(root=root) for text in MESSAGES[case])
+            assert ours_says in str(ours[1]) and hf_says in str(hf[1]), (hf[1], ours[1])
+        else:
+            assert str(ours[1]) == str(hf[1])
     else:
-        assert ours == hf
+        assert ours[0] == "ok", f"🤗 gave {hf[1]!r}, sjsonl raised {ours[1]!r}"
+        assert same(ours[1], hf[1]), (hf[1], ours[1])
+
+
+def test_every_listed_difference_is_a_case() -> None:
+    cases = {f"{layout}|{call}" for layout, call, _ in CASES}
+    assert set(DIFFERENT) <= cases and set(MESSAGES) <= cases and not set(DIFFERENT) & set(MESSAGES)
 
 
 def test_at_least_150_comparisons() -> None:
@@ -250,10 +428,10 @@ def test_hf_reads_a_folder_sjsonl_indexed_exactly_as_before(tmp_path: Path, monk
     into the ``.index.npy`` trailer (index format change by another engineer)."""
     _write(tmp_path, LAYOUTS["train test validation"])
     cache = str(tmp_path.parent / (tmp_path.name + "-hf"))
-    before = _rows(datasets.load_dataset(str(tmp_path), cache_dir=cache + "1"), False)
+    before = _rows(datasets.load_dataset(str(tmp_path), cache_dir=cache + "1"))
     for ds in sjsonl.load_dataset(str(tmp_path), fill_missing=True).values():
         list(ds)  # index and schema built and saved beside the data
     written = sorted(p.name for p in tmp_path.iterdir() if ".index." in p.name)
     assert "train.index.npy" in written and "train.index.schema" in written
-    after = _rows(datasets.load_dataset(str(tmp_path), cache_dir=cache + "2"), False)
-    assert after == before, f"sjsonl's files {written} changed what 🤗 reads"
+    after = _rows(datasets.load_dataset(str(tmp_path), cache_dir=cache + "2"))
+    assert same(after, before), f"sjsonl's files {written} changed what 🤗 reads"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,45 +56,80 @@ def test_a_file_name_with_a_newline_keeps_errors_on_one_line(tmp_path):
     assert "\n" not in str(err.value) and ":2: invalid JSON record" in str(err.value)
 
 
-_TRUNCATE_DURING_BUILD = """
-import os, sys, threading, time
+_CHURN_DURING_BUILD = """
+import json, sys, threading, time
+from collections import Counter
 from sjsonl import JSONLDataset, SJSONLError
 path = sys.argv[1]
-data = open(path, "rb").read()
-stop = False
-def churn():
+versions = [open(path, "rb").read(), open(sys.argv[3], "rb").read()]  # A (the file) and B
+expected = [[json.loads(line) for line in v.splitlines()] for v in versions]  # split here, not by sjsonl
+stop, churns = False, 0
+def churn():  # cut the file short, then write the other version in place, again and again
+    global churns
     while not stop:
         with open(path, "r+b") as f:
-            f.truncate(len(data) // 7)
+            f.truncate(len(versions[churns % 2]) // 7)
         time.sleep(0.001)
+        churns += 1
         with open(path, "r+b") as f:
-            f.write(data)
+            f.write(versions[churns % 2])
+            f.truncate()
 t = threading.Thread(target=churn)
 t.start()
-outcomes = set()
+outcomes, wrong = Counter(), []
 for _ in range(40):
     try:
         ds = JSONLDataset(path, index_dir=sys.argv[2], mmap=False)
-        outcomes.add("ok")
     except SJSONLError as exc:
-        outcomes.add(type(exc).__name__)
+        changing = " (keeps changing)" if "keeps changing while it is indexed" in str(exc) else ""
+        outcomes["open: " + type(exc).__name__ + changing] += 1
+        continue
+    outcomes["opened"] += 1
+    for j in sorted({0, len(ds) // 3, len(ds) // 2, len(ds) - 1}):
+        try:
+            record = ds[j]
+        except SJSONLError as exc:
+            outcomes["read: " + type(exc).__name__] += 1
+            continue
+        if all(j >= len(e) or record != e[j] for e in expected):
+            wrong.append([j, record])  # a record from the wrong place
+        else:
+            outcomes["read: right record"] += 1
 stop = True
 t.join()
-print("survived", sorted(outcomes))
+print(json.dumps({"outcomes": outcomes, "wrong": wrong[:3], "churns": churns}))
 """
 
 
-def test_truncation_during_the_index_build_never_crashes(tmp_path):
-    """The scan reads (never maps) the file: a truncation mid-scan is a rescan or an error, not SIGBUS."""
-    path = tmp_path / "d.jsonl"
+def test_rewrites_during_the_index_build_never_give_a_wrong_record(tmp_path):
+    """The scan reads (never maps) the file: a truncation or rewrite mid-scan is a rescan or an error, not
+    SIGBUS — and no read of an index built then returns a record from the wrong place."""
+    path, other = tmp_path / "d.jsonl", tmp_path / "b.jsonl"
     path.write_bytes(b"".join(b'{"i": %d, "pad": "%s"}\n' % (i, b"y" * 200) for i in range(60_000)))
+    other.write_bytes(b"".join(b'{"i": %d, "pad": "%s"}\n' % (-i, b"z" * (i % 300)) for i in range(60_000)))
     out = subprocess.run(
-        [sys.executable, "-c", _TRUNCATE_DURING_BUILD, str(path), str(tmp_path / "idx")],
+        [sys.executable, "-c", _CHURN_DURING_BUILD, str(path), str(tmp_path / "idx"), str(other)],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert out.returncode == 0 and out.stdout.startswith("survived"), (out.returncode, out.stderr[-2000:])
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])  # no SIGBUS, no traceback
+    result = json.loads(out.stdout)
+    outcomes = result["outcomes"]
+    assert result["wrong"] == [], result
+    assert result["churns"] > 40, result  # the file really changed under the opens and reads
+    assert outcomes["opened"] + sum(v for k, v in outcomes.items() if k.startswith("open: ")) == 40
+    assert set(outcomes) <= {
+        "opened",
+        "open: StaleDataError",
+        "open: StaleIndexError",
+        "open: RecordDecodeError",
+        "open: DataFileError",
+        "open: SJSONLError (keeps changing)",
+        "read: StaleDataError",
+        "read: RecordDecodeError",
+        "read: right record",
+    }, outcomes
 
 
 def test_a_seekable_zstd_cut_short_is_not_called_a_plain_file(tmp_path):

@@ -1,6 +1,6 @@
 """More than 2**32 records on the paths that only do arithmetic on positions: exact and block shuffles,
-the torch DistributedSampler, mixtures and their views — with n = 2**33 + 11 (no data: the sequences are
-ranges, so every value can be checked)."""
+mixtures and their views (the torch DistributedSampler: tests/test_huge_lengths_torch.py) — with
+n = 2**33 + 11 (no data: the sequences are ranges, so every value can be checked)."""
 
 from __future__ import annotations
 
@@ -31,20 +31,6 @@ def test_shuffles_of_more_than_2_to_the_32(order):
     assert order[-1] == got[-1]
 
 
-def test_the_torch_sampler_splits_more_than_2_to_the_32():
-    pytest.importorskip("torch")
-    from sjsonl.torch import DistributedSampler
-
-    firsts = []
-    for rank in range(4):
-        sampler = DistributedSampler(Sized(), num_replicas=4, rank=rank, seed=1)
-        assert len(sampler) == -(-N // 4)
-        it = iter(sampler)
-        firsts += [next(it) for _ in range(3)]
-    assert len(set(firsts)) == 12 and all(0 <= i < N for i in firsts)
-    assert max(firsts) > 2**32  # the draws reach past 2**32
-
-
 def test_mixtures_and_their_views_past_2_to_the_32():
     big = range(2**32 + 5)
     m = concatenate_datasets([big, range(10)])
@@ -53,4 +39,10 @@ def test_mixtures_and_their_views_past_2_to_the_32():
     shuffled = m.shuffle(seed=1)
     assert sorted({shuffled[0], shuffled[len(m) - 1]}) == sorted({shuffled[0], shuffled[-1]})
     mixed = interleave_datasets([big, range(2**32 + 9)], probabilities=[0.5, 0.5], seed=0)
-    assert mixed.locate(2**33)[0] in (0, 1) and mixed[2**33] < 2**32 + 9
+    # weights 1:1, so the draws alternate between the sources, in the order seed 0 gives (source 1 first):
+    # draw 2t + r takes record t of source [1, 0][r]
+    assert [mixed.locate(i) for i in range(4)] == [(1, 0), (0, 0), (1, 1), (0, 1)]
+    assert mixed.locate(2**33) == (1, 2**32) and mixed.locate(2**33 + 1) == (0, 2**32)
+    assert mixed[2**33] == 2**32 and mixed[2**33 + 3] == 2**32 + 1
+    # first_exhausted: it ends with the last record of the shorter source, source 0
+    assert len(mixed) == 2 * (2**32 + 5) and mixed.locate(-1) == (0, 2**32 + 4)

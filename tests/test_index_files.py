@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,22 +129,58 @@ def test_concurrent_builders_both_succeed(tmp_path, monkeypatch):
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
 
 
-def test_sigkill_during_write_never_leaves_a_torn_index(tmp_path, monkeypatch):
+_WRITER_BLOCKED_MID_WRITE = """
+import io, sys
+import numpy as np
+from sjsonl import JSONLIndexer
+real_save = np.save
+def save(f, array, allow_pickle=False):  # write half of the offsets, then wait to be killed
+    whole = io.BytesIO()
+    real_save(whole, array, allow_pickle=allow_pickle)
+    half = whole.getvalue()[: len(whole.getvalue()) // 2]
+    f.write(half)
+    f.flush()
+    print(f.name, len(half), flush=True)
+    sys.stdin.read()
+np.save = save
+ix = JSONLIndexer(sys.argv[1], workers=1)
+ix.populate_index()
+ix.write_index_to_disk()
+"""
+
+
+@pytest.mark.parametrize("before", ["no index", "an older index"])
+def test_sigkill_mid_write_never_leaves_a_torn_index(tmp_path, before):
     path = tmp_path / "d.jsonl"
-    write_corpus(path, 400_000, kind="short")
-    expected = JSONLIndexer(path)
-    expected.populate_index()
+    path.write_bytes(b"".join(b'{"i": %d}\n' % i for i in range(20_000)))
     index_file = tmp_path / "d.index.npy"
-    rng = np.random.default_rng(0)
-    for trial in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", _BUILD_LOOP, str(path), "1000"])
-        time.sleep(0.3 + float(rng.random()) * 1.2)  # interpreter start-up, then somewhere in the loop
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if index_file.exists():  # an old or new index, whole: np.load reads it and it is right
-            assert np.array_equal(np.load(index_file), expected.index), f"trial {trial}"
-        ds = JSONLDataset(path, build_index_on_load=True)
-        assert len(ds) == 400_000 and ds[399_999]["id"] == 399_999
+    if before == "an older index":
+        JSONLDataset(path)  # then the data is rewritten: the index describes an older version
+        path.write_bytes(b"".join(b'{"i": %d, "v": 2}\n' % i for i in range(25_000)))
+    old = index_file.read_bytes() if index_file.exists() else None
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER_BLOCKED_MID_WRITE, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        temp_name, written = writer.stdout.readline().split()  # the writer is inside the write now
+        temp = Path(temp_name)
+        # the half-written bytes are in a temp file beside the index, not in the index
+        assert temp.parent == tmp_path and temp.name.startswith("d.index.npy.") and temp.suffix == ".tmp"
+        assert temp.stat().st_size == int(written) > 0
+        assert (index_file.read_bytes() if index_file.exists() else None) == old
+    finally:
+        writer.kill()
+        writer.wait()
+    assert writer.returncode == -signal.SIGKILL and temp.exists()  # killed mid-write, its temp left behind
+    assert (index_file.read_bytes() if index_file.exists() else None) == old  # the old index, whole, or none
+    ds = JSONLDataset(path)  # a stale index is rebuilt, a missing one built; the killed writer's temp swept
+    width = 17 if old else 9  # bytes per record of the version indexed now
+    assert len(ds) == (25_000 if old else 20_000) and ds[12_345]["i"] == 12_345
+    assert sorted(os.listdir(tmp_path)) == ["d.index.npy", "d.jsonl"]
+    assert np.load(index_file).tolist()[:3] == [0, width, 2 * width]  # np.load reads the new one whole
 
 
 def test_index_of_a_namesake_is_never_used(tmp_path, monkeypatch):

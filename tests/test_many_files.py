@@ -1,6 +1,7 @@
 """A corpus of many files (scaled down from the billion-record benchmark, benchmarks/bench_billion.py):
 every read checked against the generator — random ds[i], a shuffled view's first records, shards, the
-torch sampler — and ds.locate gives each record's file and line. Real files, real indexes."""
+torch sampler (tests/test_many_files_torch.py) — and ds.locate gives each record's file and line. Real
+files, real indexes."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ def value_of(k, j):
     return (7919 * k + j) % 9000 + 1000
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def write_corpus(tmp_path_factory) -> list[str]:
+    """FILES files of RECORDS numbers each, indexed."""
     root = tmp_path_factory.mktemp("many")
     paths = []
     for k in range(FILES):
@@ -27,6 +28,11 @@ def corpus(tmp_path_factory):
         paths.append(str(path))
     build_indexes(paths, progress=False)
     return paths
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory)
 
 
 def expected(base):
@@ -46,16 +52,6 @@ def test_random_reads_and_a_shuffled_view_match_the_generator(corpus):
     shard = ds.shard(7, 3)  # contiguous, as 🤗's: records [lo, lo + len)
     lo = (n // 7) * 3 + min(3, n % 7)
     assert [shard[i] for i in (0, 1, len(shard) - 1)] == expected([lo, lo + 1, lo + len(shard) - 1])
-
-
-def test_the_torch_sampler_over_many_files(corpus):
-    pytest.importorskip("torch")
-    from sjsonl.torch import DistributedSampler
-
-    ds = JSONLDataset(corpus)
-    indices = list(DistributedSampler(ds, num_replicas=4, rank=2, seed=1))
-    assert len(indices) == len(ds) // 4 and len(set(indices)) == len(indices)
-    assert [ds[i] for i in indices[:500]] == expected(indices[:500])
 
 
 def test_locate_gives_the_file_and_line(corpus, tmp_path):

@@ -1,5 +1,6 @@
-"""Mixtures: interleave_datasets / concatenate_datasets against 🤗's, exact proportions, stopping rules,
-determinism across processes, composition with views and torch, and exact resume (0/2 workers, 2 ranks)."""
+"""Mixtures: interleave_datasets / concatenate_datasets — exact proportions, stopping rules, determinism
+across processes, composition with views. Against 🤗's: tests/test_mixture_hf.py; with torch samplers
+and exact resume: tests/test_mixture_torch.py."""
 
 from __future__ import annotations
 
@@ -85,51 +86,6 @@ def test_schedule_pickles_without_its_period():
     assert [a.tolist() for a in t.route(np.arange(100))] == [a.tolist() for a in s.route(np.arange(100))]
 
 
-# ----------------------------------------------------------------------------- against 🤗
-@pytest.mark.parametrize("strategy", ["first_exhausted", "all_exhausted"])
-def test_round_robin_equals_hf_record_for_record(tmp_path, strategy):
-    datasets = pytest.importorskip("datasets")
-    lengths = {"a": 3, "b": 4, "c": 5}  # 🤗's own example
-    ours = interleave_datasets(
-        [JSONLDataset(write_source(tmp_path / f"{k}.jsonl", k, n)) for k, n in lengths.items()],
-        stopping_strategy=strategy,
-    )
-    theirs = datasets.interleave_datasets(
-        [datasets.Dataset.from_list([{"src": k, "i": i} for i in range(n)]) for k, n in lengths.items()],
-        stopping_strategy=strategy,
-    )
-    assert len(ours) == len(theirs) and ours[:] == theirs.to_list()
-
-
-def test_round_robin_of_real_files_equals_hf(shared_data):
-    datasets = pytest.importorskip("datasets")
-    files = [
-        shared_data / "jsonl/gsm8k/test.jsonl",
-        shared_data / "jsonl/human_eval/HumanEval.jsonl",
-        shared_data / "jsonl/llama_factory/v1_sft_demo.jsonl",
-    ]
-    ours = interleave_datasets(
-        [JSONLDataset(str(f)) for f in files], stopping_strategy="all_exhausted", fill_missing=True
-    )
-    theirs = datasets.interleave_datasets(
-        [datasets.Dataset.from_list(JSONLDataset(str(f))[:]) for f in files],
-        stopping_strategy="all_exhausted",
-    )
-    assert len(ours) == len(theirs)
-    assert ours[:] == theirs.to_list()  # 🤗 gives every row the union of columns, as fill_missing does
-    plain = interleave_datasets([JSONLDataset(str(f)) for f in files], stopping_strategy="all_exhausted")
-    assert plain[1] == JSONLDataset(str(files[1]))[0]  # by default a record is as in its file
-
-
-def test_concatenate_equals_hf(sources):
-    datasets = pytest.importorskip("datasets")
-    small = {name: JSONLDataset(p).take(50 + 10 * k) for k, (name, p) in enumerate(sources.items())}
-    ours = concatenate_datasets(list(small.values()))
-    theirs = datasets.concatenate_datasets([datasets.Dataset.from_list(v[:]) for v in small.values()])
-    assert ours[:] == theirs.to_list() and len(ours) == theirs.num_rows == ours.num_rows
-    assert ours[55] == theirs[55] and ours[[3, 140, 60]] == [theirs[3], theirs[140], theirs[60]]
-
-
 def test_hf_errors_are_mirrored(sources):
     a, b, _ = open_sources(sources)
     with pytest.raises(ValueError, match="not supported"):
@@ -163,22 +119,6 @@ def test_proportions_are_exact_at_every_prefix(sources, seed):
     deviation = np.abs(counts - t * np.array(PROBS))
     assert deviation.max() <= 2.0  # records, at every prefix length — no drift
     assert np.all(np.abs(counts[-1] / 100_000 - PROBS) < 0.005)
-
-
-def test_hf_random_draws_drift_where_ours_do_not(sources):
-    """The reason for the schedule, measured on 🤗 itself: its i.i.d. draws wander by tens of records."""
-    datasets = pytest.importorskip("datasets")
-    hf = datasets.interleave_datasets(
-        [datasets.Dataset.from_list([{"src": name}] * n) for name, n in SIZES.items()],
-        probabilities=PROBS,
-        seed=0,
-    )
-    names = list(SIZES)
-    src = np.array([names.index(s) for s in hf.select(range(100_000))["src"]])
-    counts = np.stack([np.cumsum(src == k) for k in range(3)], axis=1)
-    theirs = np.abs(counts - np.arange(1, 100_001)[:, None] * np.array(PROBS)).max()
-    assert theirs > 20  # √(t·p·(1-p)) at t=10⁵ is ≈ 145 for the 0.7 source
-    assert np.all(np.abs(counts[-1] / 100_000 - PROBS) < 0.005)  # both meet the 0.5% bound at 10⁵
 
 
 def test_first_exhausted_ends_with_the_first_source_to_run_out(sources):
@@ -318,79 +258,5 @@ def test_pickled_mixture_reads_the_same(sources):
     assert clone[:1000] == mixture[:1000]
 
 
-# ----------------------------------------------------------------------------- torch: samplers and resume
-torch = pytest.importorskip("torch")
-from torch.utils.data import DataLoader  # noqa: E402
-from torchdata.stateful_dataloader import StatefulDataLoader  # noqa: E402
-
-from sjsonl.torch import DistributedSampler, IterableDataset, collate_records  # noqa: E402
-
-MIX_TAKE, BATCH = 2_000, 16
-
-
-def make_mixture(paths: list[str]):
-    return interleave_datasets([JSONLDataset(p) for p in paths], probabilities=PROBS, seed=21).take(MIX_TAKE)
-
-
-def test_distributed_sampler_over_a_mixture(sources):
-    mixture = make_mixture(list(sources.values()))
-    seen = []
-    for rank in range(2):
-        sampler = DistributedSampler(mixture, num_replicas=2, rank=rank, shuffle=True, seed=3)
-        loader = DataLoader(mixture, batch_size=BATCH, sampler=sampler, collate_fn=collate_records)
-        seen += [(s, i) for b in loader for s, i in zip(b["src"], b["i"].tolist())]
-    assert sorted(seen) == sorted(keys(mixture))
-
-
-def mixture_loader(paths: list[str], workers: int, rank: int):
-    ds = IterableDataset(make_mixture(paths), seed=5, num_replicas=2, rank=rank)
-    return StatefulDataLoader(ds, batch_size=BATCH, num_workers=workers, collate_fn=collate_records)
-
-
-def batches(loader, k: int | None = None) -> list[list[tuple[str, int]]]:
-    out = []
-    for b in loader:
-        out.append(list(zip(b["src"], b["i"].tolist())))
-        if k is not None and len(out) == k:
-            break
-    return out
-
-
-def resume_child(job_file: str, out_file: str) -> None:
-    job = pickle.loads(Path(job_file).read_bytes())
-    out = []
-    for case in job["cases"]:
-        loader = mixture_loader(job["paths"], job["workers"], case["rank"])
-        loader.load_state_dict(case["state"])
-        out.append(batches(loader))
-    Path(out_file).write_bytes(pickle.dumps(out))
-
-
-@pytest.mark.parametrize("workers", [0, 2])
-def test_mixture_resumes_exactly_in_a_fresh_process(sources, tmp_path, workers):
-    paths = list(sources.values())
-    reference = {rank: batches(mixture_loader(paths, workers, rank)) for rank in range(2)}
-    union = sorted(x for rank in range(2) for b in reference[rank] for x in b)
-    assert union == sorted(keys(make_mixture(paths)))  # 2 ranks: disjoint and complete (2000 = 2 × 1000)
-    n_batches = len(reference[0])
-    cases = []
-    for rank, k in [(0, 0), (0, 1), (1, 7), (0, n_batches // 2), (1, n_batches - 1), (0, n_batches)]:
-        it = iter(loader := mixture_loader(paths, workers, rank))
-        got = [list(zip(b["src"], b["i"].tolist())) for b in (next(it) for _ in range(k))]
-        assert got == reference[rank][:k]
-        cases.append({"rank": rank, "k": k, "state": loader.state_dict()})
-        del it, loader
-    job_file, out_file = tmp_path / "job.pkl", tmp_path / "out.pkl"
-    job_file.write_bytes(pickle.dumps({"paths": paths, "workers": workers, "cases": cases}))
-    subprocess.run(
-        [sys.executable, __file__, "resume-child", str(job_file), str(out_file)], check=True, timeout=300
-    )
-    for case, rest in zip(cases, pickle.loads(out_file.read_bytes())):
-        assert rest == reference[case["rank"]][case["k"] :], case
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "digest":
-        print(sequence_digest(json.loads(sys.argv[2]), int(sys.argv[3])))
-    else:
-        resume_child(sys.argv[2], sys.argv[3])
+    print(sequence_digest(json.loads(sys.argv[2]), int(sys.argv[3])))

@@ -1,4 +1,4 @@
-"""ds.batch() against 🤗's Dataset.batch, and Prefetcher: same items in the same order as without it,
+"""Prefetcher (ds.batch() against 🤗's: tests/test_batch_hf.py): same items in the same order as without it,
 errors at their position, early stops, resume — on a real local file and on a storage with latency."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from sjsonl import BatchedDataset, JSONLDataset, Prefetcher, interleave_datasets
+from sjsonl import JSONLDataset, Prefetcher, interleave_datasets
 from sjsonl.errors import RecordDecodeError
 
 from . import _slow_storage
@@ -23,28 +23,6 @@ def corpus(tmp_path_factory):
     with open(path, "w") as f:
         f.writelines(f'{{"id": {i}, "text": "{"x" * (i % 17)}"}}\n' for i in range(N))
     return path
-
-
-@pytest.mark.parametrize("size, drop", [(64, False), (64, True), (1, False), (N, False), (N + 5, False)])
-def test_batch_equals_hf(corpus, size, drop):
-    datasets = pytest.importorskip("datasets")
-    ds = JSONLDataset(corpus)
-    theirs = datasets.Dataset.from_list(ds[:]).batch(size, drop_last_batch=drop)
-    ours = ds.batch(size, drop_last_batch=drop)
-    assert isinstance(ours, BatchedDataset) and len(ours) == len(theirs)
-    assert list(ours) == theirs.to_list()
-    if len(ours):
-        assert ours[-1] == theirs[-1]
-
-
-def test_every_batch_dropped_gives_no_batches(corpus):
-    """A divergence on purpose: 🤗 5.x returns the *unbatched* rows when drop_last_batch drops every
-    batch (its map keeps the input when no batch is produced); we give zero batches."""
-    datasets = pytest.importorskip("datasets")
-    ds = JSONLDataset(corpus)
-    assert len(ds.batch(N + 5, drop_last_batch=True)) == 0
-    theirs = datasets.Dataset.from_list(ds[:10]).batch(15, drop_last_batch=True)
-    assert theirs[0] == ds[0]  # if this fails, 🤗 fixed it: make the case above compare directly
 
 
 def test_batch_views_and_alias(corpus):

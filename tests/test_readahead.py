@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import gzip
 import mmap
+import os
 import pickle
 
 import numpy as np
 import pytest
 
+import sjsonl.readahead
 from sjsonl import JSONLDataset, StaleDataError
 from sjsonl.errors import InvalidArgumentError
 from sjsonl.readahead import page_runs, readahead_of
+
+from ._reference_order import reference_order
 
 
 def _write(path, n: int, width: int = 40, tag: int = 1):
@@ -112,6 +116,146 @@ def test_a_truncated_file_raises_in_safe_mode(tmp_path):
         f.truncate(path.stat().st_size // 2)
     with pytest.raises(StaleDataError, match="truncated"):
         list(ahead.shuffle(seed=1))
+
+
+# ----------------------------------------------------------------------------- the hints themselves
+# posix_fadvise is replaced by a recorder: the tests below check which pages are hinted and when, against
+# record boundaries taken from the file's bytes and the order from its specification (not from sjsonl).
+PAGE = mmap.PAGESIZE
+
+
+def _spans_of(path) -> list[tuple[int, int]]:
+    """Each record's line as ``[start, start of the next line)`` (the last: to the end of the file)."""
+    data = path.read_bytes()
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A and i + 1 < len(data)]
+    return list(zip(starts, [*starts[1:], len(data)]))
+
+
+def _pages(spans) -> set[int]:
+    return {p for lo, hi in spans for p in range(lo // PAGE, (hi - 1) // PAGE + 1)}
+
+
+def _runs(spans) -> list[tuple[int, int]]:
+    """The pages ``spans`` touch, merged into ``(offset, length)`` runs of adjacent pages, in file order."""
+    runs: list[list[int]] = []
+    for p in sorted(_pages(spans)):
+        if runs and p == runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([p, p + 1])
+    return [(lo * PAGE, (hi - lo) * PAGE) for lo, hi in runs]
+
+
+class _Log:
+    """Records, in order, the hints given for ``path`` and the reads (``os.pread``) of it."""
+
+    def __init__(self, monkeypatch, path):
+        self.events: list[tuple[str, int, int]] = []
+        inode = os.stat(path).st_ino
+        real_pread = os.pread
+
+        def fadvise(fd, offset, length, advice):
+            assert advice == os.POSIX_FADV_WILLNEED and os.fstat(fd).st_ino == inode
+            self.events.append(("hint", offset, length))
+
+        def pread(fd, length, offset):
+            if os.fstat(fd).st_ino == inode:
+                self.events.append(("read", offset, length))
+            return real_pread(fd, length, offset)
+
+        monkeypatch.setattr(os, "posix_fadvise", fadvise)
+        monkeypatch.setattr(os, "pread", pread)
+
+    def hints(self) -> list[tuple[int, int]]:
+        return [(off, n) for kind, off, n in self.events if kind == "hint"]
+
+
+@pytest.fixture
+def every_window_hinted(monkeypatch):
+    """No back-off: a recorded hint is instant, which would read as 'already cached' and skip windows."""
+    monkeypatch.setattr(sjsonl.readahead, "_CACHED_SECONDS", 0.0)
+
+
+@pytest.mark.parametrize("window", [1, 7, 64])
+def test_each_window_hints_the_pages_of_the_next_before_it_is_read(
+    tmp_path, monkeypatch, every_window_hinted, window
+):
+    path = _write(tmp_path / "d.jsonl", 3000, width=1500)
+    spans = _spans_of(path)
+    ahead = JSONLDataset(path).readahead(window).shuffle(seed=5)
+    order = reference_order(len(spans), seed=5)
+    log = _Log(monkeypatch, path)
+    hinted_before: list[int] = []  # hint calls made before record k was handed out
+    for k, record in enumerate(ahead):
+        hinted_before.append(len(log.hints()))
+        assert record["i"] == order[k]
+    windows = [order[lo : lo + window] for lo in range(0, len(order), window)]
+    expected = [_runs([spans[i] for i in w]) for w in windows]
+    # window 0 and window 1 before the first record; window j + 1 as window j begins
+    calls = [len(runs) for runs in expected]
+    assert log.hints() == [run for runs in expected for run in runs]
+    for j in range(len(windows)):
+        assert hinted_before[j * window] == sum(calls[: j + 2])
+
+
+def test_a_batch_read_hints_its_records_pages(tmp_path, monkeypatch, every_window_hinted):
+    path = _write(tmp_path / "d.jsonl", 3000, width=1500)
+    spans = _spans_of(path)
+    ds = JSONLDataset(path).readahead(16)
+    picks = np.random.default_rng(1).integers(0, len(spans), 100)
+    log = _Log(monkeypatch, path)
+    assert [r["i"] for r in ds[picks]] == picks.tolist()
+    assert log.hints() == [
+        run for lo in range(0, 100, 16) for run in _runs([spans[i] for i in picks[lo : lo + 16]])
+    ]
+
+
+def test_reads_with_pread_find_their_pages_hinted_first(tmp_path, monkeypatch, every_window_hinted):
+    path = _write(tmp_path / "d.jsonl", 3000, width=1500)
+    spans = _spans_of(path)
+    ahead = JSONLDataset(path, mmap=False).readahead(8)
+    # records ~75 kB apart: no two share a read (pread runs merge spans closer than 64 kB)
+    picks = np.random.default_rng(2).permutation(np.arange(0, len(spans), 100))
+    log = _Log(monkeypatch, path)
+    assert [r["i"] for r in ahead[picks]] == picks.tolist()
+    hinted_at: dict[int, int] = {}  # page -> how many reads had been made when it was first hinted
+    reads = 0
+    for kind, off, n in log.events:
+        pages = _pages([(off, off + n)])
+        if kind == "hint":
+            for page in pages:
+                hinted_at.setdefault(page, reads)
+            continue
+        assert pages <= set(hinted_at), f"read of [{off}, {off + n}) before its pages were hinted"
+        # reads go in file order, 8 at a time: those of window j were hinted before window j - 1 was read
+        window_start = (reads // 8 - 1) * 8
+        assert all(hinted_at[p] <= max(0, window_start) for p in pages), f"read {reads} hinted late"
+        reads += 1
+    assert reads == len(picks) == 30
+    assert set(hinted_at) == _pages([spans[i] for i in picks])  # and no page that is not read
+
+
+def test_no_hints_without_readahead_or_after_readahead_0(tmp_path, monkeypatch, every_window_hinted):
+    path = _write(tmp_path / "d.jsonl", 500)
+    log = _Log(monkeypatch, path)
+    for ds in (JSONLDataset(path), JSONLDataset(path).readahead(8).readahead(0)):
+        assert len(list(ds.shuffle(seed=1))) == 500 and len(ds[list(range(0, 500, 3))]) == 167
+    assert log.hints() == []
+
+
+def test_hints_back_off_while_the_data_is_cached(tmp_path, monkeypatch):
+    """A window whose hints come back fast (cached pages) makes the next 1, 3, 7, … (at most 31) windows go
+    unhinted."""
+    monkeypatch.setattr(sjsonl.readahead, "_CACHED_SECONDS", 1e9)  # every hint reads as cached
+    path = _write(tmp_path / "d.jsonl", 2000)
+    spans = _spans_of(path)
+    order = reference_order(len(spans), seed=2)
+    log = _Log(monkeypatch, path)
+    assert [r["i"] for r in JSONLDataset(path).readahead(10).shuffle(seed=2)] == order
+    hinted_windows = [0, 2, 6, 14, 30, 62, 94, 126, 158, 190]  # then 1, 3, 7, 15, 31, 31 … skipped
+    windows = [order[lo : lo + 10] for lo in range(0, 2000, 10)]
+    expected = [run for j in hinted_windows for run in _runs([spans[i] for i in windows[j]])]
+    assert log.hints() == expected
 
 
 def test_page_runs_merge_adjacent_and_overlapping_pages():

@@ -1,5 +1,6 @@
 """Compressed bytes under a wrong name are told by their magic number: one clear error naming the format and
-the fix, never an index of compressed bytes as text. Plain (single-frame) ``.zst`` streams."""
+the fix, never an index of compressed bytes as text. zstd, and plain (single-frame) ``.zst`` streams:
+tests/test_storage_zstd.py."""
 
 from __future__ import annotations
 
@@ -46,10 +47,9 @@ def _empty_7z() -> bytes:
 
 
 def _compressed() -> dict[str, bytes]:
-    pyzstd = pytest.importorskip("pyzstd")
+    """ROWS in each format the standard library writes (zstd: tests/test_storage_zstd.py)."""
     return {
         "gzip": gzip.compress(ROWS),
-        "zstd": pyzstd.compress(ROWS),
         "bzip2": bz2.compress(ROWS),
         "xz": lzma.compress(ROWS),
         "zip": _zip(ROWS),
@@ -59,23 +59,28 @@ def _compressed() -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("name", ["train.jsonl", "train.json", "train", "train.ndjson"])
+NAMES = ["train.jsonl", "train.json", "train", "train.ndjson"]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_compressed_bytes_under_a_text_name_are_refused_by_format(tmp_path: Path, name: str) -> None:
     for fmt, data in _compressed().items():
-        path = tmp_path / fmt / name
-        path.parent.mkdir(exist_ok=True)
-        path.write_bytes(data)
-        assert sniff(data[:8]) == fmt
-        with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data, not text") as info:
-            JSONLDataset(path)
-        assert "\n" not in str(info.value) and (
-            "rename it" in str(info.value) or "decompress" in str(info.value)
-        )
-        with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data"):
-            list(JSONLStream(path))
-        with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data"):
-            load_dataset(str(path), split="train")
-        assert not list(path.parent.glob("*.index.*"))  # nothing was indexed
+        check_refused(tmp_path / fmt / name, data, fmt)
+
+
+def check_refused(path: Path, data: bytes, fmt: str) -> None:
+    """``data`` (compressed as ``fmt``) under a text name: one clear error on every path, nothing indexed."""
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    assert sniff(data[:8]) == fmt
+    with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data, not text") as info:
+        JSONLDataset(path)
+    assert "\n" not in str(info.value) and ("rename it" in str(info.value) or "decompress" in str(info.value))
+    with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data"):
+        list(JSONLStream(path))
+    with pytest.raises(DataFileError, match=f"holds {fmt}-compressed data"):
+        load_dataset(str(path), split="train")
+    assert not list(path.parent.glob("*.index.*"))  # nothing was indexed
 
 
 def test_the_fix_it_names_works(tmp_path: Path) -> None:
@@ -102,13 +107,3 @@ def test_text_that_looks_like_nothing_compressed_still_reads(tmp_path: Path) -> 
         path = tmp_path / "t.jsonl"
         path.write_bytes(head)
         assert len(JSONLDataset(path)) == 1
-
-
-def test_a_plain_zst_streams_and_is_refused_for_random_access(tmp_path: Path) -> None:
-    pyzstd = pytest.importorskip("pyzstd")
-    path = tmp_path / "d.jsonl.zst"
-    path.write_bytes(pyzstd.compress(ROWS * 1000))
-    assert list(JSONLStream(path)) == [{"a": 1}, {"a": 2}] * 1000
-    assert len(list(load_dataset(str(path), split="train", streaming=True))) == 2000
-    with pytest.raises(DataFileError, match="not in the seekable zstd format"):
-        JSONLDataset(path)

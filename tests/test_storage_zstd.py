@@ -9,12 +9,14 @@ import pickle
 import pytest
 import pyzstd
 
-from sjsonl import DataFileError, JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError
+from sjsonl import DataFileError, JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError, load_dataset
 from sjsonl.sample import write_corpus
 from sjsonl.storage import open_storage
 from sjsonl.storage.compressed import SeekableZstdFile, to_seekable_zstd
+from sjsonl.streaming import JSONLStream
 
 from ._storage_checks import check_every_access_path, check_fork_safety, source_records
+from .test_storage_formats import NAMES, ROWS, check_refused
 
 
 def write_seekable(path, raw: bytes, frame: int = 32 << 10) -> None:
@@ -127,3 +129,17 @@ def test_to_seekable_zstd_from_gzip_and_plain(tmp_path):
 def test_fork_and_pickle_safety(corpus):
     zst, raw = corpus
     check_fork_safety(JSONLDataset(zst), [r["id"] for r in source_records(raw)], reads=2000)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_zstd_bytes_under_a_text_name_are_refused(tmp_path, name: str) -> None:
+    check_refused(tmp_path / "zstd" / name, pyzstd.compress(ROWS), "zstd")
+
+
+def test_a_plain_zst_streams_and_is_refused_for_random_access(tmp_path) -> None:
+    path = tmp_path / "d.jsonl.zst"
+    path.write_bytes(pyzstd.compress(ROWS * 1000))
+    assert list(JSONLStream(path)) == [{"a": 1}, {"a": 2}] * 1000
+    assert len(list(load_dataset(str(path), split="train", streaming=True))) == 2000
+    with pytest.raises(DataFileError, match="not in the seekable zstd format"):
+        JSONLDataset(path)

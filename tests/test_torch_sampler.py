@@ -101,6 +101,38 @@ def test_epochs_and_seeds():
     assert list(DistributedSampler(range(500), 2, 0, seed=2)) != e0
 
 
+# (n, num_replicas, seed, epoch, drop_last) -> each rank's first records: pinned (a change to the order or to
+# the rank layout would silently change what every rank of a saved run trains on after a resume)
+SAMPLER_GOLDEN = [
+    ((10, 3, 0, 0, False), [[0, 9, 8, 1], [7, 2, 4, 0], [3, 5, 6, 7]]),  # padded: 12 positions, 0 and 7 twice
+    ((11, 4, 5, 1, True), [[1, 8], [3, 0], [4, 7], [5, 9]]),  # cut: 8 positions
+    (
+        (1000, 3, 7, 2, False),
+        [[916, 423, 73, 792, 205, 400], [457, 311, 153, 855, 833, 434], [795, 218, 171, 536, 253, 330]],
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), SAMPLER_GOLDEN, ids=lambda v: str(v)[:24])
+def test_golden_rank_orders(args, expected):
+    from ._reference_order import (
+        reference_order,
+    )  # (this file also runs as a script: no relative import above)
+
+    n, reps, seed, epoch, drop_last = args
+    got = []
+    for rank in range(reps):
+        sampler = DistributedSampler(range(n), reps, rank, shuffle=True, seed=seed, drop_last=drop_last)
+        sampler.set_epoch(epoch)
+        got.append(list(sampler)[:6])
+    assert got == expected
+    # the same layout as torch's over the spec's order: rank r takes every reps-th position from r
+    order = reference_order(n, seed, epoch)
+    total = n // reps * reps if drop_last else -(-n // reps) * reps
+    evened = (order * 2)[:total]
+    assert [evened[r::reps][:6] for r in range(reps)] == expected
+
+
 def test_errors_like_torch():
     assert not dist.is_initialized()
     for kwargs in ({}, {"num_replicas": 2}, {"rank": 0}):

@@ -1,8 +1,8 @@
 """Real trainers run unchanged on sjsonl data (issue 13): the same script with 🤗's ``load_dataset`` and with
-sjsonl's — ``transformers.Trainer`` (``map``, 🤗-style batch ``with_transform``) and TRL's ``SFTTrainer``
-(``map``, ``formatting_func``, a chat ``messages`` file). A tiny GPT-2 and a BPE tokenizer are built here
-(CPU, offline, a few steps). sjsonl's datasets are map-style, so the Trainer samples them with the same
-sampler and seed as 🤗's: the same batches, hence equal losses.
+sjsonl's — ``transformers.Trainer`` (``map``, 🤗-style batch ``with_transform``; TRL's ``SFTTrainer``:
+tests/test_trainers_trl.py). A tiny GPT-2 and a BPE tokenizer are built here (CPU, offline, a few steps).
+sjsonl's datasets are map-style, so the Trainer samples them with the same sampler and seed as 🤗's: the
+same batches — recorded and compared — hence equal losses; on a learnable toy file the loss falls.
 
 The 🤗-typed iterable (``to_iterable_dataset``) is checked through the real accelerate / Trainer code:
 every record once per epoch, a new order each epoch (``set_epoch``), disjoint and complete over 2 processes.
@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
 datasets = pytest.importorskip("datasets")
 
 import torch  # noqa: E402
 from accelerate.data_loader import prepare_data_loader  # noqa: E402
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 from transformers import (  # noqa: E402
     DataCollatorForLanguageModeling,
     GPT2Config,
@@ -29,7 +28,6 @@ from transformers import (  # noqa: E402
     Trainer,
     TrainingArguments,
 )
-from trl import SFTConfig, SFTTrainer  # noqa: E402
 
 import sjsonl  # noqa: E402
 from sjsonl import JSONLDataset  # noqa: E402
@@ -38,25 +36,20 @@ CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% 
 STEPS = 3
 
 
-@pytest.fixture(scope="module")
-def qa_file(shared_data, tmp_path_factory) -> Path:
-    # the first 64 GSM8K test problems, written to a temp file (never into the repo)
+def write_qa_file(shared_data: Path, tmp_path_factory) -> Path:
+    """The first 64 GSM8K test problems, written to a temp file (never into the repo)."""
     lines = (shared_data / "jsonl/gsm8k/test.jsonl").read_text().splitlines()[:64]
     path = tmp_path_factory.mktemp("qa") / "qa.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-@pytest.fixture(scope="module")
-def chat_file(shared_data) -> Path:
-    return shared_data / "jsonl/xtuner/mllm_sft_text_example_data.jsonl"  # {"id", "messages": [...]}
-
-
-@pytest.fixture(scope="module")
-def tok(qa_file) -> PreTrainedTokenizerFast:
+def make_tokenizer(qa_file: Path) -> PreTrainedTokenizerFast:
+    """A byte-level BPE of 300 tokens trained on the problems, with a chat template."""
     texts = [r["question"] + r["answer"] for r in map(json.loads, qa_file.read_text().splitlines())]
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()  # decode() gives the text back (the tests read the batches so)
     trainer = trainers.BpeTrainer(
         vocab_size=300,
         special_tokens=["<unk>", "<pad>", "<eos>"],
@@ -68,6 +61,16 @@ def tok(qa_file) -> PreTrainedTokenizerFast:
     )
     out.chat_template = CHAT_TEMPLATE
     return out
+
+
+@pytest.fixture(scope="module")
+def qa_file(shared_data, tmp_path_factory) -> Path:
+    return write_qa_file(shared_data, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tok(qa_file) -> PreTrainedTokenizerFast:
+    return make_tokenizer(qa_file)
 
 
 def tiny_model(tok: PreTrainedTokenizerFast) -> GPT2LMHeadModel:
@@ -101,11 +104,43 @@ def common(out: Path) -> dict:
     )
 
 
-def losses(trainer: Trainer) -> list[float]:
-    trainer.train()
-    out = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    assert len(out) == STEPS
-    return out
+class Run:
+    """What a training run saw and did: each batch's texts (decoded from the collator's input) and the
+    loss logged at each step."""
+
+    def __init__(self, trainer: Trainer, tok: PreTrainedTokenizerFast) -> None:
+        self.batches: list[list[str]] = []
+        collate = trainer.data_collator
+
+        def recording(features):
+            self.batches.append([tok.decode(f["input_ids"], skip_special_tokens=True) for f in features])
+            return collate(features)
+
+        trainer.data_collator = recording
+        trainer.train()
+        self.losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        assert len(self.losses) == trainer.state.max_steps
+
+
+def losses(trainer: Trainer, tok: PreTrainedTokenizerFast) -> Run:
+    return Run(trainer, tok)
+
+
+def own_copy(path: Path, tmp_path: Path) -> Path:
+    """A copy of ``path`` for 🤗 to read (nothing on its side comes from a file sjsonl has read)."""
+    copy = tmp_path / "hf-copy" / path.name
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_bytes(path.read_bytes())
+    return copy
+
+
+def texts_of(
+    path: Path, tok: PreTrainedTokenizerFast, fmt=lambda r: r["question"] + " " + r["answer"]
+) -> list[str]:
+    """Each record's text as the model sees it (formatted, cut at the tokenizer's 64 tokens), in file order,
+    from the file's lines."""
+    rows = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return [tok.decode(tok(fmt(r), truncation=True)["input_ids"], skip_special_tokens=True) for r in rows]
 
 
 # ------------------------------------------------------------------------------- the scripts, unchanged
@@ -120,7 +155,7 @@ def trainer_with_map(load_dataset, path, tok, out):
     trainer = Trainer(
         model=tiny_model(tok), args=TrainingArguments(**common(out)), train_dataset=ds, data_collator=collator
     )
-    return losses(trainer)
+    return losses(trainer, tok)
 
 
 def trainer_with_transform(load_dataset, path, tok, out):
@@ -137,57 +172,18 @@ def trainer_with_transform(load_dataset, path, tok, out):
         train_dataset=ds,
         data_collator=DataCollatorForLanguageModeling(tok, mlm=False),
     )
-    return losses(trainer)
+    return losses(trainer, tok)
 
 
-def sft_with_map(load_dataset, path, tok, out):
-    ds = load_dataset("json", data_files=str(path), split="train")
-    ds = ds.map(lambda r: {"text": r["question"] + "\n" + r["answer"]}, remove_columns=ds.column_names)
-    trainer = SFTTrainer(
-        model=tiny_model(tok),
-        args=SFTConfig(**common(out), max_length=64),
-        train_dataset=ds,
-        processing_class=tok,
-    )
-    return losses(trainer)
-
-
-def sft_with_formatting_func(load_dataset, path, tok, out):
-    ds = load_dataset("json", data_files=str(path), split="train")
-    trainer = SFTTrainer(
-        model=tiny_model(tok),
-        args=SFTConfig(**common(out), max_length=64),
-        train_dataset=ds,
-        processing_class=tok,
-        formatting_func=lambda r: r["question"] + "\n" + r["answer"],
-    )
-    return losses(trainer)
-
-
-def sft_on_messages(load_dataset, path, tok, out):
-    ds = load_dataset("json", data_files=str(path), split="train")
-    ds = ds.remove_columns(["id"])  # keep "messages": TRL applies the chat template
-    trainer = SFTTrainer(
-        model=tiny_model(tok),
-        args=SFTConfig(**common(out), max_length=64),
-        train_dataset=ds,
-        processing_class=tok,
-    )
-    return losses(trainer)
-
-
-@pytest.mark.parametrize(
-    "script",
-    [trainer_with_map, trainer_with_transform, sft_with_map, sft_with_formatting_func, sft_on_messages],
-    ids=lambda f: f.__name__,
-)
-def test_same_script_same_losses_as_hf(script, qa_file, chat_file, tok, tmp_path):
-    path = chat_file if script is sft_on_messages else qa_file
-    theirs = script(datasets.load_dataset, path, tok, tmp_path / "hf")
-    ours = script(sjsonl.load_dataset, path, tok, tmp_path / "sjsonl")
-    # same sampler, same seed, same rows, same tokens: the very same losses
-    assert ours == theirs
-    assert all(x == x and x > 0 for x in ours)
+@pytest.mark.parametrize("script", [trainer_with_map, trainer_with_transform], ids=lambda f: f.__name__)
+def test_same_script_same_batches_and_losses_as_hf(script, qa_file, tok, tmp_path):
+    theirs = script(datasets.load_dataset, own_copy(qa_file, tmp_path), tok, tmp_path / "hf")
+    ours = script(sjsonl.load_dataset, qa_file, tok, tmp_path / "sjsonl")
+    # same sampler, same seed, same rows, same tokens: the very same batches and losses
+    assert ours.batches == theirs.batches and len(ours.batches) >= STEPS  # (+ a batch read ahead)
+    texts = texts_of(qa_file, tok)
+    assert all(t in texts for batch in ours.batches for t in batch)
+    assert ours.losses == theirs.losses
 
 
 def test_hf_typed_dataset_passes_the_gates_and_stays_sjsonl(qa_file):
@@ -251,19 +247,38 @@ def test_trainer_reseeds_the_iterable_every_epoch(qa_file, tok, tmp_path):
     assert flat[:16] != flat[16:]
 
 
-def test_sft_trainer_on_the_iterable(qa_file, tok, tmp_path):
-    it = (
-        sjsonl.load_dataset("json", data_files=str(qa_file), split="train")
-        .to_iterable_dataset()
-        .shuffle(seed=0)
-    )
-    args = SFTConfig(**common(tmp_path), max_length=64)
-    trainer = SFTTrainer(
-        model=tiny_model(tok),
-        args=args,
-        train_dataset=it,
-        processing_class=tok,
-        formatting_func=lambda r: r["question"] + "\n" + r["answer"],
-    )
-    assert isinstance(trainer.train_dataset, datasets.IterableDataset) and len(trainer.train_dataset) == 64
-    assert all(x > 0 for x in losses(trainer))
+def write_toy(path: Path, n: int = 32) -> Path:
+    """A learnable file: counting (``"3 4 5 6 …"``), so each next token follows from the one before."""
+    rows = [
+        {"question": f"count from {i % 10}", "answer": " ".join(str((i + k) % 10) for k in range(24))}
+        for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.slow  # two trainings of 24 steps
+def test_training_on_sjsonl_records_learns_what_hf_learns(tok, tmp_path):
+    toy = write_toy(tmp_path / "toy.jsonl")
+
+    def run(load_dataset, path, out):
+        ds = load_dataset("json", data_files=str(path), split="train")
+        ds = ds.map(lambda b: tok([q + " " + a for q, a in zip(b["question"], b["answer"])]), batched=True)
+        ds = ds.remove_columns(["question", "answer"])
+        args = TrainingArguments(**{**common(out), "max_steps": 24, "learning_rate": 1e-2})
+        trainer = Trainer(
+            model=tiny_model(tok),
+            args=args,
+            train_dataset=ds,
+            data_collator=DataCollatorForLanguageModeling(tok, mlm=False),
+        )
+        return Run(trainer, tok)
+
+    theirs = run(datasets.load_dataset, own_copy(toy, tmp_path), tmp_path / "hf")
+    ours = run(sjsonl.load_dataset, toy, tmp_path / "sjsonl")
+    assert ours.batches == theirs.batches and ours.losses == theirs.losses
+    per_epoch = 32 // 4
+    for epoch in range(3):  # every record once per epoch
+        seen = sorted(t for batch in ours.batches[epoch * per_epoch : (epoch + 1) * per_epoch] for t in batch)
+        assert seen == sorted(texts_of(toy, tok))
+    assert max(ours.losses[-4:]) < 0.5 * ours.losses[0]  # it learns: the loss falls to under half

@@ -1,4 +1,5 @@
-"""sjsonl.transforms.map: 🤗 map's contract, lazily — compared with 🤗 on the same file."""
+"""sjsonl.transforms.map: 🤗 map's contract, lazily, and with_transform's batches — compared with 🤗 on
+the same file."""
 
 from __future__ import annotations
 
@@ -39,3 +40,21 @@ def test_map_that_changes_row_counts_is_refused(tmp_path):
         ds.map(lambda r: 1)
     with pytest.raises(TypeError, match="unexpected"):
         ds.map(lambda r: r, nonsense=True)
+
+
+def test_with_transform_takes_batches_like_hf(tmp_path):
+    hf, ds, _ = pair(tmp_path)
+    seen = []
+
+    def upper(batch):
+        seen.append(len(batch["text"]))
+        return {"t": [t.upper() for t in batch["text"]]}
+
+    ours, theirs = ds.with_transform(upper), hf.with_transform(upper)
+    assert ours.format["type"] == theirs.format["type"] == "custom"
+    assert ours[2] == theirs[2]
+    seen.clear()
+    assert ours.__getitems__([1, 5, 9]) == theirs.__getitems__([1, 5, 9])  # what a DataLoader calls
+    assert seen == [3, 3]  # one call per batch, for each library
+    ds.set_transform(upper)
+    assert ds.format["type"] == "custom" and ds[0] == {"t": "T0 "}

@@ -125,16 +125,19 @@ def test_shards_partition_the_dataset(ds, num, contiguous):
         assert sizes == sorted(sizes, reverse=True)  # the first N % num shards get one more
 
 
-def test_shard_matches_huggingface_datasets():
+def test_shard_matches_huggingface_datasets(ds):
     import datasets  # a test dependency (sjsonl[hf])
 
     hf = datasets.Dataset.from_dict({"id": list(range(N))})
-    ours = list(range(N))
     for num in (1, 2, 3, 10):
         for index in range(num):
             for contiguous in (True, False):
-                assert hf.shard(num, index, contiguous=contiguous)["id"] == model_shard(
-                    ours, num, index, contiguous
+                assert ids_of(ds.shard(num, index, contiguous)) == hf.shard(num, index, contiguous)["id"]
+                # a view's shard: of its own positions (🤗: of a dataset that is that view)
+                view = hf.select(range(7, N))
+                assert (
+                    ids_of(ds.skip(7).shard(num, index, contiguous))
+                    == view.shard(num, index, contiguous)["id"]
                 )
 
 
