@@ -271,6 +271,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "one train file|missing data file": ("{root}/nosuch.jsonl", "{root}/nosuch.jsonl"),
     "one train file|one of two data files missing": ("{root}/nope.jsonl", "{root}/nope.jsonl"),
     "one train file|features missing a column": ("['score']", "score: double"),  # the column names
+    # Arrow's words; 🤗 names the value that failed its column-wide cast, sjsonl the first record read
+    "one train file|features of another type": ("as a scalar of type int64", "as a scalar of type int64"),
     # the bad line: sjsonl's file:line (1-based) and byte offset; 🤗's row (0-based)
     **{
         f"a bad line|{call}": ("{root}/train.jsonl:2: invalid JSON record at byte offset 9", "in row 1")

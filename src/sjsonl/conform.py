@@ -17,21 +17,61 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import FeaturesMismatchError as FeaturesMismatchError
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_ARROW_NAMES = {"float64": "double", "float32": "float", "float16": "halffloat"}
+
+
+def _unparsable(value: Any, dtype: str) -> FeaturesMismatchError:
+    # 🤗's error (Arrow's), with the value named; raised when the record is read (sjsonl reads lazily)
+    what = f"string: {value!r}" if isinstance(value, str) else f"{type(value).__name__}: {value!r}"
+    return FeaturesMismatchError(
+        f"Failed to parse {what} as a scalar of type {_ARROW_NAMES.get(dtype, dtype)}"
+    )
+
+
+def _to_int(dtype: str) -> Any:
+    def cast(v: Any) -> Any:
+        if type(v) in (int, bool):
+            return int(v)
+        if type(v) is float and v.is_integer():
+            return int(v)
+        if type(v) is str and _INTEGER.fullmatch(v):
+            return int(v)
+        raise _unparsable(v, dtype)
+
+    return cast
+
+
+def _to_float(dtype: str) -> Any:
+    def cast(v: Any) -> Any:
+        if type(v) in (int, float, bool):
+            return float(v)
+        if type(v) is str:
+            try:
+                return float(v)
+            except ValueError:
+                pass
+        raise _unparsable(v, dtype)
+
+    return cast
+
 
 def _caster(feature: Any) -> Any:
-    """A function casting a JSON value as 🤗's Arrow cast would, for scalar ``Value`` features; else None."""
+    """A function casting a JSON value as 🤗's Arrow cast does, for scalar ``Value`` features (a value the
+    type cannot hold raises, as 🤗's load does); else None."""
     if type(feature).__name__ != "Value":
         return None
     dtype = str(feature.dtype)
     if dtype.startswith(("float", "double", "half")):
-        return lambda v: float(v) if type(v) in (int, float) else v
+        return _to_float(dtype)
     if dtype.startswith(("int", "uint")):
-        return lambda v: int(v) if type(v) is bool else v
+        return _to_int(dtype)
     if dtype in ("string", "large_string"):
         return lambda v: (
             ("true" if v else "false") if type(v) is bool else str(v) if type(v) in (int, float) else v

@@ -102,7 +102,10 @@ def _split_ranges(spec: str, sizes: Mapping[str, int]) -> list[tuple[str, int, i
             raise SplitError("It is forbidden to specify rounding if not using percent slicing.")
         lo = 0 if lo is None else (max(n + lo, 0) if lo < 0 else lo)
         hi = n if hi is None else (max(n + hi, 0) if hi < 0 else hi)
-        out.append((split, min(lo, n), min(hi, n)))
+        lo, hi = min(lo, n), min(hi, n)
+        if hi <= lo and (m.group("from") is not None or m.group("to") is not None):  # 🤗 refuses it too
+            raise SplitError(f'Instruction "{part}" corresponds to no data!')
+        out.append((split, lo, hi))
     return out
 
 
