@@ -31,7 +31,7 @@ lint: $(VENV)/.all
 
 # The README's test command: lint, then every test outside the slow tier, on every core.
 test: $(VENV)/.all lint
-	$(PY) -m pytest -q -m "not slow" -n auto --dist loadfile
+	$(PY) -m pytest -q -m "not slow and not alone" -n auto --dist loadfile
 
 # The slow tier — chaos, big and many files, real trainers, plain user scripts and notebooks, packaging, the
 # full 🤗 differential — then every scan and index test again with the numpy fallback (the compact-index
@@ -40,7 +40,8 @@ SCAN_TESTS := tests/test_scan.py tests/test_scan_stream.py tests/test_index_file
 	tests/test_index_integrity.py tests/test_real_files.py tests/test_storage_blocks.py tests/test_bad_lines.py \
 	tests/test_append.py
 test-slow: $(VENV)/.all
-	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -m slow -n auto --dist loadfile
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -m "slow and not alone" -n auto --dist loadfile
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -m alone
 	SJSONL_SCAN=numpy HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n auto --dist loadfile $(SCAN_TESTS)
 
 # Every suite: benchmarks/results/<suite>.json, then benchmarks/results/RESULTS.md and the README's figures

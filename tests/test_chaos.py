@@ -15,6 +15,9 @@ from sjsonl import JSONLDataset
 
 from . import _chaos
 
+# Readers must see the writer's versions go by: a liveness check that needs the CPU to itself
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
+
 SECONDS = 4.0
 
 

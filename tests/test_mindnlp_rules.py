@@ -163,10 +163,13 @@ def test_more_shards_than_rows(tmp_path: Path, streaming: bool) -> None:
     assert got[7] == [] and sorted(i for part in got for i in part) == list(range(7))
 
 
-def test_an_empty_slice_is_zero_rows(tmp_path: Path) -> None:
+def test_an_empty_slice_is_refused_as_hf_refuses_it(tmp_path: Path) -> None:
+    """MindNLP's load_dataset calls 🤗's, which refuses a slice with no rows (checked against 🤗 in
+    tests/test_hf_differential.py, "slice past the end")."""
     path = tmp_path / "d.jsonl"
     path.write_text('{"i": 1}\n')
-    assert _ids(load_dataset(str(path), split="train[1:]")) == []
+    with pytest.raises(ValueError, match=r'Instruction "train\[1:\]" corresponds to no data!'):
+        load_dataset(str(path), split="train[1:]")
 
 
 def _stream_epochs(path: Path, epochs: int = 2, **kw) -> list[list[int]]:

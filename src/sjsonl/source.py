@@ -223,6 +223,9 @@ class IndexedFile:
         if self.layout or ends_lines(data, lo, span_ends, self.end):  # (a document's elements are no lines)
             return data
         check_unchanged(self.storage)
+        data = self.storage.read(lo, hi)  # the file may have changed and changed back while we read
+        if ends_lines(data, lo, span_ends, self.end):
+            return data
         why = f"the records read at bytes [{lo}, {hi}) of {self.path} do not end lines"
         distrust = getattr(self.storage, "distrust_saved_state", None)
         if distrust is not None and distrust(why):
