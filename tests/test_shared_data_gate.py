@@ -13,9 +13,18 @@ REPO = Path(__file__).resolve().parents[1]
 NODE = "tests/test_storage_zip.py::test_human_eval_zipped"  # a test that takes shared_data
 
 
+def _env(**extra: str) -> dict[str, str]:
+    """The nested run's environment: .ci/run's requirements removed (these runs exist to show a skip),
+    then ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in _CI_RULES}
+    return {**env, **extra}
+
+
+_CI_RULES = ("SJSONL_REQUIRE_SHARED", "SJSONL_REQUIRE_NATIVE", "SJSONL_NO_SKIPS")
+
+
 def _run(tmp_path: Path, require: bool) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SJSONL_SHARED_DATA": str(tmp_path / "no-such-shared" / "data")}
-    env.pop("SJSONL_REQUIRE_SHARED", None)
+    env = _env(SJSONL_SHARED_DATA=str(tmp_path / "no-such-shared" / "data"))
     if require:
         env["SJSONL_REQUIRE_SHARED"] = "1"
     args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--no-header", NODE]
@@ -36,8 +45,7 @@ def test_a_missing_compiled_scan_skips_on_a_clone_and_fails_in_ci(tmp_path: Path
     node = "tests/test_scan_native.py::test_the_extension_itself"
 
     def run(require: bool) -> subprocess.CompletedProcess:
-        env = {**os.environ, "SJSONL_SCAN": "numpy"}
-        env.pop("SJSONL_REQUIRE_NATIVE", None)
+        env = _env(SJSONL_SCAN="numpy")
         if require:
             env["SJSONL_REQUIRE_NATIVE"] = "1"
         args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--no-header", node]
