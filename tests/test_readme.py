@@ -28,6 +28,7 @@ SHOWN = [
     "[{'id': 1, 'meta': {'lang': 'en'}}, {'id': 2, 'meta': {'lang': 'fr'}}, {'id': 3}]",
     "Row(id=1, text='a long text')",
     "tensor(True)",
+    "50000 True",
     "19997 [700, 200, 100]",
     "64 True",
     "['id', 'messages', 'score', 'text'] 50000",

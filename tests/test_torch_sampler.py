@@ -203,6 +203,7 @@ def test_state_dict_resumes_a_bare_sampler():
         "shuffle": True,
         "seed": 4,
         "drop_last": False,
+        "consumed": 0,
     }
     t = DistributedSampler(range(100), 3, 1, seed=4)
     t.load_state_dict(pickle.loads(pickle.dumps(state)))
@@ -232,9 +233,20 @@ def test_state_of_a_finished_pass_leaves_the_epoch_to_set_epoch():
 
 @pytest.mark.parametrize(
     "change",
-    [{"n": 99}, {"num_replicas": 4}, {"rank": 2}, {"seed": 5}, {"shuffle": False}, {"drop_last": True}],
+    [
+        {"n": 99},
+        {"seed": 5},
+        {"shuffle": False},
+        {"rank": 3},  # not a rank of the saved world (3 ranks)
+        {"num_replicas": 0},
+        {"drop_last": 1},
+        {"consumed": 101},
+        {"consumed": -1},
+    ],
 )
-def test_state_of_another_layout_is_refused(change):
+def test_state_of_another_dataset_or_an_impossible_one_is_refused(change):
+    """Another world size, rank or drop_last is an elastic resume (tests/test_elastic_resume.py); another
+    dataset or seed, or values no sampler writes, are refused."""
     s = DistributedSampler(range(100), 3, 1, seed=4)
     state = {**s.state_dict(), **change}
     with pytest.raises(ValueError, match="cannot resume"):

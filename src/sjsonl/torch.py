@@ -41,9 +41,10 @@ from torch.utils.data.distributed import DistributedSampler as _TorchDistributed
 
 from .dataset import JSONLDataset  # noqa: E402
 from .sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
+from .sampling.elastic import carry_over, remaining  # noqa: E402
 from .sampling.permutation import Permutation  # noqa: E402
 
-__all__ = ["DistributedSampler", "IterableDataset", "collate_records"]
+__all__ = ["DistributedSampler", "IterableDataset", "collate_records", "sampler_state"]
 
 
 def _epoch_perm(n: int, shuffle: bool, seed: int, epoch: int) -> Permutation | None:
@@ -65,7 +66,10 @@ class DistributedSampler(_TorchDistributedSampler):
     the state is the current pass's epoch and the number of indices handed out. Loading it makes the next
     ``iter()`` continue that pass (restoring its epoch); a state saved at the end of a pass restores
     nothing but an empty remainder, so the following pass uses the epoch you ``set_epoch``. Calling
-    ``set_epoch`` with another epoch after loading discards the pending resume.
+    ``set_epoch`` with another epoch after loading discards the pending resume. The resume is elastic: a
+    state saved on any rank at world size ``R`` loads at world size ``R'`` (or another ``drop_last``), and
+    the new ranks together hand out exactly the records of that epoch the old ones had not
+    (:mod:`sjsonl.sampling.elastic` says precisely what that means with padding).
 
     Example:
         >>> s = DistributedSampler(range(10), num_replicas=3, rank=2, shuffle=False)
@@ -76,6 +80,13 @@ class DistributedSampler(_TorchDistributedSampler):
         >>> s2 = DistributedSampler(range(10), num_replicas=3, rank=2, seed=7); s2.load_state_dict(state)
         >>> first + list(s2) == list(s)
         True
+        >>> s4 = DistributedSampler(range(10), num_replicas=4, rank=0, seed=7)   # four ranks, two steps
+        >>> it = iter(s4); _ = [next(it), next(it)]; s4.state_dict()["yielded"]
+        2
+        >>> halves = [DistributedSampler(range(10), num_replicas=2, rank=r, seed=7) for r in (0, 1)]
+        >>> for h in halves: h.load_state_dict(s4.state_dict())
+        >>> [len(list(h)) for h in halves]   # the 2 of 10 records the 4 ranks had not reached, one each
+        [1, 1]
     """
 
     def __init__(
@@ -101,35 +112,64 @@ class DistributedSampler(_TorchDistributedSampler):
 
     def __iter__(self) -> Iterator[int]:
         # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
-        start = self._cursor.begin(self.num_samples)
-        positions = shard_order(self._n, self.num_replicas, self.rank, self.drop_last)
+        order = remaining(self._n, self._cursor.next_consumed)
+        positions = shard_order(order, self.num_replicas, self.rank, self.drop_last)
+        start = self._cursor.begin(len(positions), hold=True)
         perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
         return self._generate(positions, start, perm)
 
     def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[int]:
         cursor = self._cursor
+        cursor.release()  # runs at the first next(): this iterator is the one in use
         for block in iter_blocks(positions, start):
             for i in (block if perm is None else perm.take(block)).tolist():
                 cursor.yielded += 1
                 yield i
 
-    def _identity(self) -> dict[str, Any]:
-        return {
-            "n": self._n,
-            "num_replicas": self.num_replicas,
-            "rank": self.rank,
-            "shuffle": bool(self.shuffle),
-            "seed": int(self.seed),
-            "drop_last": bool(self.drop_last),
-        }
+    def _dataset_identity(self) -> dict[str, Any]:
+        return {"n": self._n, "shuffle": bool(self.shuffle), "seed": int(self.seed)}
 
     def state_dict(self) -> dict[str, Any]:
-        """``{"epoch", "yielded"}`` of the current pass plus the layout it belongs to (checked on load)."""
-        return self._cursor.state_dict(**self._identity())
+        """``{"epoch", "yielded", "consumed"}`` of the current pass, the dataset and the layout."""
+        layout = {"num_replicas": self.num_replicas, "rank": self.rank, "drop_last": bool(self.drop_last)}
+        state = self._cursor.state_dict(**self._dataset_identity(), **layout)
+        return {**state, "consumed": self._cursor.consumed}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Make the next ``iter()`` continue the saved pass; raises ``ValueError`` for another layout."""
-        self._cursor.load_state_dict(state_dict, self.num_samples, **self._identity())
+        """Make the next ``iter()`` continue the saved epoch — at this layout or another (any world size,
+        any rank's state: see :mod:`sjsonl.sampling.elastic`). Another dataset, seed or ``shuffle`` raises
+        :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) naming what differs."""
+        resume = carry_over(
+            state_dict, self._dataset_identity(), self.num_replicas, bool(self.drop_last), self._cursor.epoch
+        )
+        self._cursor.resume_at(*resume)
+
+
+def sampler_state(loader_state: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`DistributedSampler` state inside a torchdata ``StatefulDataLoader.state_dict()``.
+
+    ``StatefulDataLoader.load_state_dict`` refuses a state saved with another ``num_workers``; the
+    sampler's state does not depend on it (it counts the samples the loader handed out, whatever its
+    workers read ahead). For a resume at another world size *and* worker count, load this into the new
+    sampler and give the new loader no state::
+
+        sampler = DistributedSampler(ds, num_replicas=new_world, rank=new_rank)
+        sampler.load_state_dict(sampler_state(saved_loader_state))
+        loader = StatefulDataLoader(ds, sampler=sampler, num_workers=new_workers, ...)
+
+    Example:
+        >>> state = {"_sampler_iter_state": {"samples_yielded": 6, "sampler_state": {"epoch": 0}}}
+        >>> sampler_state(state)
+        {'epoch': 0}
+    """
+    main = loader_state.get("_snapshot", {}).get("_main_snapshot", loader_state)  # workers > 0, or none
+    inner = (main.get("_sampler_iter_state") or {}).get("sampler_state")
+    if not isinstance(inner, dict):
+        raise InvalidArgumentError(
+            "no sampler state in this StatefulDataLoader state: "
+            "was its sampler an sjsonl.torch.DistributedSampler?"
+        )
+    return inner
 
 
 class IterableDataset(torch.utils.data.IterableDataset):

@@ -11,6 +11,7 @@ Example:
 
 from .block import BlockShuffle
 from .distributed import Cursor, PaddedMap, check_state, epoch_order, iter_blocks, per_rank, shard_order
+from .elastic import carry_over, remaining
 from .maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, SkipMap
 from .permutation import Permutation
 
@@ -25,9 +26,11 @@ __all__ = [
     "Permutation",
     "RangeMap",
     "SkipMap",
+    "carry_over",
     "check_state",
     "epoch_order",
     "iter_blocks",
     "per_rank",
+    "remaining",
     "shard_order",
 ]

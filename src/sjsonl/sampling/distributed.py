@@ -157,21 +157,48 @@ class Cursor:
         self.epoch = 0  # the epoch the next pass uses
         self.pass_epoch = 0  # the epoch of the current (or last) pass
         self.yielded = 0
+        self.consumed = 0  # positions of the epoch's order consumed before this pass (an elastic resume)
         self._resume: tuple[int, int] | None = None  # (epoch, start) for the next begin()
+        self._resume_consumed = 0
+        self._held: tuple[int, int] | None = None  # a resume kept for a re-made iterator (begin(hold=True))
+
+    @property
+    def next_consumed(self) -> int:
+        """``consumed`` of the next pass: nonzero only when it continues an epoch begun in another layout."""
+        return self._resume_consumed if self._resume is not None else 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
         if self._resume is not None and self._resume[0] != self.epoch:
             self._resume = None
 
-    def begin(self, length: int) -> int:
-        """Start a pass over ``length`` items; returns the position to start from."""
-        start = 0
-        if self._resume is not None:
-            self.epoch, start = self._resume
-            self._resume = None
+    def resume_at(self, epoch: int, start: int, consumed: int = 0) -> None:
+        """Make the next pass the one of ``epoch`` that starts at ``start`` after ``consumed`` positions."""
+        self._resume, self._resume_consumed = (int(epoch), int(start)), int(consumed)
+
+    def begin(self, length: int, hold: bool = False) -> int:
+        """Start a pass over ``length`` items; returns the position to start from.
+
+        ``hold=True`` keeps a pending resume (of a pass not saved complete) for another ``begin`` until
+        :meth:`release`: a loader that makes an iterator, drops it unstarted and makes another (torch's
+        multi-worker DataLoader does) must get the resume in the one it uses."""
+        start, self.consumed = 0, self.next_consumed
+        pending = self._resume
+        if pending is not None:
+            self.epoch, start = pending
+            # an empty remainder (a pass saved complete) is not held: torchdata drops the iterator it made
+            # for one when its loader was saved finished, and the pass after it must be a fresh one
+            hold = hold and start < length
+            self._resume = pending if hold else None
+        self._held = pending if hold else None
         self.pass_epoch, self.yielded = self.epoch, min(start, length)
         return self.yielded
+
+    def release(self) -> None:
+        """The pass begun with ``hold=True`` has started: the resume it held is used up."""
+        if self._held is not None and self._resume is self._held:
+            self._resume = None
+        self._held = None
 
     def state_dict(self, **identity: Any) -> dict[str, Any]:
         return {"epoch": self.pass_epoch, "yielded": self.yielded, **identity}
@@ -180,9 +207,9 @@ class Cursor:
         epoch, yielded = check_state(state, length, identity)
         if yielded < length:
             self.epoch = epoch
-            self._resume = (self.epoch, yielded)
+            self.resume_at(epoch, yielded)
         else:
-            self._resume = (self.epoch, length)
+            self.resume_at(self.epoch, length)
 
 
 def _is_int(value: Any) -> bool:

@@ -1,0 +1,226 @@
+"""Elastic resume of ``sjsonl.torch.DistributedSampler``: an epoch saved part-way at world size R continues at
+world size R' (and another ``drop_last``), once or several times, and the epoch's multiset stays exact.
+
+The oracle is independent of sjsonl's arithmetic: real ``torch.utils.data.DistributedSampler`` (shuffle off)
+lays out whatever list of records is left, ranks step in lockstep, and a plain Python list tracks what the
+world has consumed. Each rank's indices must be torch's layout of what is left, in order; across the whole
+run every record appears, and the only repeats are torch's own padding."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.data.distributed import DistributedSampler as TorchSampler  # noqa: E402
+
+from sjsonl.sampling import Permutation  # noqa: E402
+from sjsonl.torch import DistributedSampler  # noqa: E402
+
+WORLDS = (1, 2, 3, 4, 8)
+N, SEED, EPOCH = 37, 5, 3
+
+
+def _torch_layout(left: list[int], replicas: int, rank: int, drop_last: bool) -> list[int]:
+    """What real torch gives ``rank`` of ``replicas`` over the records in ``left`` (its padding rule)."""
+    if not left:
+        return []
+    return [
+        left[i] for i in TorchSampler(range(len(left)), replicas, rank, shuffle=False, drop_last=drop_last)
+    ]
+
+
+class World:
+    """Ranks of one layout stepping in lockstep; ``left`` is the oracle's list of unconsumed records."""
+
+    def __init__(
+        self,
+        replicas: int,
+        drop_last: bool,
+        left: list[int],
+        state: dict | None = None,
+        expected: list[list[int]] | None = None,
+    ) -> None:
+        self.samplers = [
+            DistributedSampler(range(N), replicas, r, seed=SEED, drop_last=drop_last) for r in range(replicas)
+        ]
+        for s in self.samplers:
+            s.set_epoch(EPOCH)
+            if state is not None:
+                s.load_state_dict(state)
+        self.iters = [iter(s) for s in self.samplers]
+        self.replicas, self.drop_last, self.left, self.done = replicas, drop_last, left, 0
+        self.expected = expected or [_torch_layout(left, replicas, r, drop_last) for r in range(replicas)]
+
+    def resume(self, replicas: int, drop_last: bool, saving_rank: int = 0) -> World:
+        """The world that loads the state ``saving_rank`` saves now."""
+        state = self.samplers[saving_rank].state_dict()
+        if (replicas, drop_last) == (self.replicas, self.drop_last):
+            # the same layout continues the very pass: torch's padding of the whole pass, not of what is left
+            return World(replicas, drop_last, self.left, state, [e[self.done :] for e in self.expected])
+        return World(replicas, drop_last, self.left, state)
+
+    def step(self, k: int) -> list[int]:
+        """``k`` indices from every rank (fewer at the pass's end); checks each against torch's layout."""
+        taken = []
+        for r, it in enumerate(self.iters):
+            got = [i for _, i in zip(range(k), it)]
+            assert got == self.expected[r][self.done : self.done + k], (r, self.replicas, self.drop_last)
+            taken += got
+        per_rank = len(self.expected[0])
+        k = min(k, per_rank - self.done)
+        self.done += k
+        # the lockstep rule, on the oracle's own list; a pass run to its end is over (drop_last's cut stays)
+        self.left = [] if self.done == per_rank else self.left[k * self.replicas :]
+        return taken
+
+
+def _epoch_order() -> list[int]:
+    return Permutation(N, seed=SEED, epoch=EPOCH).take(np.arange(N)).tolist()
+
+
+@pytest.mark.parametrize("drop_last", [False, True], ids=["padded", "drop_last"])
+@pytest.mark.parametrize("new", WORLDS)
+@pytest.mark.parametrize("old", WORLDS)
+def test_any_world_size_to_any_other(old: int, new: int, drop_last: bool) -> None:
+    order = _epoch_order()
+    for steps in sorted({0, 1, 2, N // old // 2, -(-N // old) - 1}):
+        first = World(old, drop_last, order)
+        before = first.step(steps)
+        second = first.resume(new, drop_last, random.Random(steps).randrange(old))  # any rank's state
+        after = second.step(N)
+        assert [list(it) for it in second.iters] == [[]] * new  # the remainder is all there was
+        seen = Counter(before + after)
+        pads = sum(c - 1 for c in seen.values())
+        # the same layout continues its pass (torch's padding or cut of the whole pass); another layout
+        # pads or cuts what was left
+        same = old == new
+        if drop_last:  # no repeats; the only records missing are the one cut (fewer than its world size)
+            assert pads == 0
+            assert len(set(range(N)) - set(seen)) < (
+                old if same or first.done == len(first.expected[0]) else new
+            )
+        else:  # every record; the only repeats are torch's padding
+            assert set(seen) == set(range(N))
+            expected_pads = -N % old if same else -len(first.left) % new
+            assert pads == expected_pads, (steps, pads)
+
+
+@pytest.mark.parametrize(("a", "b", "c"), [(4, 2, 3), (8, 3, 1), (1, 4, 8), (3, 3, 2), (2, 8, 4)])
+@pytest.mark.parametrize("drop_last", [False, True], ids=["padded", "drop_last"])
+def test_resume_twice_on_yet_another_layout(a: int, b: int, c: int, drop_last: bool) -> None:
+    order = _epoch_order()
+    first = World(a, drop_last, order)
+    seen = first.step(2)
+    second = first.resume(b, drop_last, saving_rank=a - 1)
+    seen += second.step(1)
+    third = second.resume(c, drop_last)
+    seen += third.step(N)
+    counts = Counter(seen)
+    if drop_last:
+        assert max(counts.values()) == 1 and len(set(range(N)) - set(counts)) < c
+    else:
+        assert set(counts) == set(range(N))
+        assert sum(v - 1 for v in counts.values()) == (-len(second.left) % c if second.left else 0)
+
+
+def test_the_next_epoch_is_an_ordinary_epoch_of_the_new_layout() -> None:
+    first = World(4, False, _epoch_order())
+    first.step(3)
+    resumed = DistributedSampler(range(N), 3, 1, seed=SEED)
+    resumed.set_epoch(EPOCH)
+    resumed.load_state_dict(first.samplers[2].state_dict())
+    assert 0 < len(list(resumed)) < len(resumed)  # the rest of epoch 3
+    resumed.set_epoch(EPOCH + 1)
+    fresh = DistributedSampler(range(N), 3, 1, seed=SEED)
+    fresh.set_epoch(EPOCH + 1)
+    assert list(resumed) == list(fresh)
+
+
+def test_a_state_saved_at_the_end_of_a_pass_leaves_the_next_epoch_to_set_epoch() -> None:
+    s = DistributedSampler(range(N), 4, 0, seed=SEED)
+    list(s)
+    t = DistributedSampler(range(N), 2, 1, seed=SEED)
+    t.set_epoch(1)
+    t.load_state_dict(s.state_dict())
+    assert list(t) == []
+    fresh = DistributedSampler(range(N), 2, 1, seed=SEED)
+    fresh.set_epoch(1)
+    assert list(t) == list(fresh)
+
+
+def test_another_drop_last_resumes_too() -> None:
+    order = _epoch_order()
+    first = World(3, True, order)
+    before = first.step(4)
+    second = first.resume(2, False)
+    after = second.step(N)
+    assert set(before + after) == set(range(N))  # drop_last's tail of the old layout is not lost
+
+
+@pytest.mark.parametrize(("key", "value"), [("seed", 6), ("n", N + 1), ("shuffle", False)])
+def test_another_dataset_or_seed_is_refused_naming_it(key: str, value: object) -> None:
+    s = DistributedSampler(range(N), 4, 0, seed=SEED)
+    next(iter(s))
+    state = s.state_dict()
+    other = {"seed": SEED, "n": N, "shuffle": True, key: value}
+    t = DistributedSampler(range(other["n"]), 2, 0, seed=other["seed"], shuffle=other["shuffle"])
+    with pytest.raises(
+        ValueError, match=f"cannot resume: saved state has {key}=.* but this object has {key}="
+    ):
+        t.load_state_dict(state)
+
+
+@pytest.mark.parametrize(("workers", "new_workers"), [(0, 3), (3, 1), (1, 0)])
+@pytest.mark.parametrize("new", [2, 3])
+def test_stateful_dataloaders_at_four_ranks_resume_at_another_world_and_worker_count(
+    workers: int, new: int, new_workers: int
+) -> None:
+    """Four ranks' real StatefulDataLoaders take three batches each; the state of one of them, through
+    ``sampler_state`` (torchdata refuses a loader state saved with another ``num_workers``), resumes the
+    epoch on ``new`` ranks with ``new_workers`` workers: every record once, plus torch's padding."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    from sjsonl.torch import sampler_state
+
+    data = list(range(N))
+
+    def loader(replicas: int, rank: int, num_workers: int, state: dict | None) -> StatefulDataLoader:
+        sampler = DistributedSampler(data, replicas, rank, seed=SEED)
+        sampler.set_epoch(EPOCH)
+        if state is not None:
+            sampler.load_state_dict(state)
+        return StatefulDataLoader(data, batch_size=2, sampler=sampler, num_workers=num_workers)
+
+    old = [iter(loader(4, r, workers, None)) for r in range(4)]
+    before = [int(x) for it in old for _ in range(3) for x in next(it)]
+    state = sampler_state(old[2].state_dict())
+    assert state["yielded"] == 6  # what the loader handed out, not what its workers read ahead
+    after = [int(x) for r in range(new) for batch in loader(new, r, new_workers, state) for x in batch]
+    counts = Counter(before + after)
+    assert set(counts) == set(range(N))
+    assert sum(c - 1 for c in counts.values()) == -(N - 24) % new  # 24 consumed, the rest padded for `new`
+    order = _epoch_order()
+    assert after == [x for r in range(new) for x in _torch_layout(order[24:], new, r, False)]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_complete_state_under_a_fresh_loader_is_what_the_readme_says(workers: int) -> None:
+    """No workers: the rest of the saved epoch (nothing), then the next pass. Workers: torch makes an
+    iterator, drops it and makes another, so the empty remainder goes to the dropped one and the loader
+    starts the epoch ``set_epoch`` chose (the README says so and says to set the next epoch first)."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    data = list(range(N))
+    saved = DistributedSampler(data, 4, 1, seed=SEED)
+    list(saved)
+    sampler = DistributedSampler(data, 2, 0, seed=SEED)
+    sampler.load_state_dict(saved.state_dict())
+    loader = StatefulDataLoader(data, batch_size=2, sampler=sampler, num_workers=workers)
+    first = [int(x) for batch in loader for x in batch]
+    fresh = DistributedSampler(data, 2, 0, seed=SEED)
+    assert first == ([] if workers == 0 else list(fresh))
+    assert [int(x) for batch in loader for x in batch] == list(fresh)
