@@ -224,3 +224,64 @@ def test_a_complete_state_under_a_fresh_loader_is_what_the_readme_says(workers: 
     fresh = DistributedSampler(data, 2, 0, seed=SEED)
     assert first == ([] if workers == 0 else list(fresh))
     assert [int(x) for batch in loader for x in batch] == list(fresh)
+
+
+# ----------------------------------------------------------------- sjsonl.torch.IterableDataset
+def _iterable(replicas: int, rank: int, drop_last: bool = False):
+    from sjsonl.torch import IterableDataset
+
+    ds = IterableDataset(list(range(N)), seed=SEED, num_replicas=replicas, rank=rank, drop_last=drop_last)
+    ds.set_epoch(EPOCH)
+    return ds
+
+
+@pytest.mark.parametrize("drop_last", [False, True], ids=["padded", "drop_last"])
+@pytest.mark.parametrize(("old", "new"), [(4, 2), (2, 3), (1, 8), (8, 1), (3, 4)])
+def test_iterable_dataset_any_world_size_to_any_other(old: int, new: int, drop_last: bool) -> None:
+    order = _epoch_order()
+    first = [_iterable(old, r, drop_last) for r in range(old)]
+    iters = [iter(d) for d in first]
+    steps = 2
+    before = [next(it) for it in iters for _ in range(steps)]
+    state = first[-1].state_dict()
+    left = order[steps * old :]
+    for r in range(new):
+        resumed = _iterable(new, r, drop_last)
+        resumed.load_state_dict(state)
+        assert list(resumed) == _torch_layout(left, new, r, drop_last)
+    assert not set(before) & set(left)
+
+
+@pytest.mark.parametrize("new_workers", [0, 1, 3])
+def test_iterable_state_saved_without_workers_resumes_under_any_worker_count(new_workers: int) -> None:
+    """Four ranks iterate without workers and save; two ranks resume through DataLoaders with
+    ``new_workers`` workers each: per rank the records are torch's layout of what was left (in the
+    workers' interleaved order), across ranks every record once plus torch's padding."""
+    order = _epoch_order()
+    first = [_iterable(4, r) for r in range(4)]
+    iters = [iter(d) for d in first]
+    before = [next(it) for it in iters for _ in range(5)]
+    state = first[0].state_dict()
+    after = []
+    for r in range(2):
+        resumed = _iterable(2, r)
+        resumed.load_state_dict(state)  # pickled to the workers with the resume pending
+        loader = torch.utils.data.DataLoader(resumed, batch_size=3, num_workers=new_workers)
+        mine = [int(x) for batch in loader for x in batch]
+        assert sorted(mine) == sorted(_torch_layout(order[20:], 2, r, False))
+        after += mine
+    counts = Counter(before + after)
+    assert set(counts) == set(range(N)) and sum(c - 1 for c in counts.values()) == -(N - 20) % 2
+
+
+def test_a_workers_state_at_another_layout_is_refused_saying_why() -> None:
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    ds = _iterable(2, 0)
+    loader = StatefulDataLoader(ds, batch_size=2, num_workers=2)
+    it = iter(loader)
+    next(it), next(it)
+    worker_state = loader.state_dict()["_snapshot"]["_worker_snapshots"]["worker_1"]["dataset_state"]
+    assert worker_state["num_workers"] == 2 and worker_state["worker"] == 1
+    with pytest.raises(ValueError, match="from the state of DataLoader worker 1 of 2: it covers that worker"):
+        _iterable(3, 0).load_state_dict(worker_state)

@@ -134,9 +134,15 @@ def test_bare_state_dict_round_trip(corpus):
     fresh = IterableDataset(JSONLDataset(corpus), seed=3, num_replicas=2, rank=0)
     fresh.load_state_dict(pickle.loads(pickle.dumps(state)))
     assert head + [r["id"] for r in fresh] == full and fresh.epoch == 5
+    # ranks move in lockstep, so rank 0's state resumes rank 1 after its first 7 too
     other = IterableDataset(JSONLDataset(corpus), seed=3, num_replicas=2, rank=1)
-    with pytest.raises(ValueError, match="cannot resume"):
-        other.load_state_dict(state)
+    other.set_epoch(5)
+    rank1 = [r["id"] for r in other]
+    other.load_state_dict(state)
+    assert [r["id"] for r in other] == rank1[7:]
+    reseeded = IterableDataset(JSONLDataset(corpus), seed=4, num_replicas=2, rank=0)
+    with pytest.raises(ValueError, match="cannot resume: saved state has seed=3 but this object has seed=4"):
+        reseeded.load_state_dict(state)
 
 
 BATCH, SEED = 4, 13  # rank 0 of 2 gets 31 records: 8 batches with 0 workers, 8 with 2 (16 + 15 records)

@@ -242,10 +242,10 @@ class IterableDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         return (1, 0) if info is None else (info.num_workers, info.id)
 
-    def _positions(self) -> Any:
+    def _positions(self, consumed: int = 0) -> Any:
         replicas, rank = self._world()
         workers, worker = self._worker()
-        return shard_order(self._n, replicas, rank, self.drop_last, workers, worker)
+        return shard_order(remaining(self._n, consumed), replicas, rank, self.drop_last, workers, worker)
 
     @property
     def epoch(self) -> int:
@@ -261,7 +261,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     # ----------------------------------------------------------------- iteration
     def __iter__(self) -> Iterator[Any]:
-        positions = self._positions()
+        positions = self._positions(self._cursor.next_consumed)
         # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
         start = self._cursor.begin(len(positions))
         perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
@@ -281,27 +281,28 @@ class IterableDataset(torch.utils.data.IterableDataset):
         return (self.dataset[i] for i in indices.tolist())
 
     # ----------------------------------------------------------------- state
-    def _identity(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
+        """This worker's (or process's) pass: ``{"epoch", "yielded", "consumed"}``, the dataset and the
+        layout."""
         replicas, rank = self._world()
         workers, worker = self._worker()
-        return {
-            "n": self._n,
-            "num_replicas": replicas,
-            "rank": rank,
-            "num_workers": workers,
-            "worker": worker,
-            "shuffle": self.shuffle,
-            "seed": self.seed,
-            "drop_last": bool(self.drop_last),
-        }
-
-    def state_dict(self) -> dict[str, Any]:
-        """This worker's (or process's) pass: ``{"epoch", "yielded"}`` plus the layout, checked on load."""
-        return self._cursor.state_dict(**self._identity())
+        layout = {"num_replicas": replicas, "rank": rank, "num_workers": workers, "worker": worker}
+        state = self._cursor.state_dict(
+            n=self._n, **layout, shuffle=self.shuffle, seed=self.seed, drop_last=bool(self.drop_last)
+        )
+        return {**state, "consumed": self._cursor.consumed}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Make the next ``iter()`` continue the saved pass; raises ``ValueError`` for another layout."""
-        self._cursor.load_state_dict(state_dict, len(self._positions()), **self._identity())
+        """Make the next ``iter()`` continue the saved pass — at its own layout, or (from a state saved
+        without DataLoader workers) at any world size and worker count, as :class:`DistributedSampler`
+        does. Another dataset or seed, or a worker's state at another layout, raises
+        :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) saying why."""
+        dataset = {"n": self._n, "shuffle": self.shuffle, "seed": self.seed}
+        replicas, _ = self._world()
+        resume = carry_over(
+            state_dict, dataset, replicas, bool(self.drop_last), self._cursor.epoch, workers=self._worker()
+        )
+        self._cursor.resume_at(*resume)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

@@ -33,6 +33,7 @@ from .distributed import _bad_value, _is_int, check_state, per_rank
 from .maps import IdentityMap, IndexMap, RangeMap
 
 LAYOUT_KEYS = ("num_replicas", "rank", "drop_last")
+WORKER_KEYS = ("num_workers", "worker")  # an IterableDataset's state is one DataLoader worker's
 
 
 def remaining(n: int, consumed: int) -> IndexMap:
@@ -46,8 +47,11 @@ def remaining(n: int, consumed: int) -> IndexMap:
     return whole if consumed == 0 else RangeMap(whole, consumed, n)
 
 
-def _saved_layout(state: dict[str, Any], dataset: dict[str, Any]) -> tuple[int, int, bool]:
-    expected = ["epoch", "yielded", *dataset, *LAYOUT_KEYS]
+def _saved_layout(
+    state: dict[str, Any], dataset: dict[str, Any], worker_keys: bool
+) -> tuple[int, int, bool, int, int]:
+    keys = LAYOUT_KEYS + (WORKER_KEYS if worker_keys else ())
+    expected = ["epoch", "yielded", *dataset, *keys]
     missing = [k for k in expected if k not in state]
     if missing:
         raise InvalidArgumentError(
@@ -63,11 +67,21 @@ def _saved_layout(state: dict[str, Any], dataset: dict[str, Any]) -> tuple[int, 
             f"cannot resume: saved state has drop_last={drop_last!r} ({type(drop_last).__name__}); "
             "expected True or False"
         )
-    return int(replicas), int(rank), bool(drop_last)
+    workers, worker = (state[k] for k in WORKER_KEYS) if worker_keys else (1, 0)
+    if not _is_int(workers) or workers < 1:
+        raise _bad_value("num_workers", workers, "a positive integer")
+    if not _is_int(worker) or not 0 <= worker < workers:
+        raise _bad_value("worker", worker, f"an integer in [0, {workers - 1}]")
+    return int(replicas), int(rank), bool(drop_last), int(workers), int(worker)
 
 
 def carry_over(
-    state: Any, dataset: dict[str, Any], num_replicas: int, drop_last: bool, current_epoch: int
+    state: Any,
+    dataset: dict[str, Any],
+    num_replicas: int,
+    drop_last: bool,
+    current_epoch: int,
+    workers: tuple[int, int] | None = None,
 ) -> tuple[int, int, int]:
     """``(epoch, start, consumed)`` of the next pass at this layout, from a state saved at any layout.
 
@@ -75,6 +89,9 @@ def carry_over(
     naming the key. A state saved at this very layout continues its pass at ``start`` (any rank's state
     will do: ranks are in lockstep); at another layout the pass over what remains starts at 0. A state
     saved at the end of its pass gives an empty pass at ``current_epoch`` (the epoch ``set_epoch`` chose).
+    ``workers`` (``(num_workers, worker)``, for states that hold one DataLoader worker's pass) is part of
+    the layout; a worker's state covers only its own share, so only a state saved without workers (one)
+    carries over to another layout.
     """
     if not isinstance(state, dict):
         raise InvalidArgumentError(f"cannot resume: a saved state is a dict, not {type(state).__name__}")
@@ -83,12 +100,23 @@ def carry_over(
     consumed = saved.pop("consumed", 0)  # states saved before elastic resume existed have none
     if not _is_int(consumed) or not 0 <= consumed <= n:
         raise _bad_value("consumed", consumed, f"an integer in [0, {n}]")
-    replicas, rank, saved_drop_last = _saved_layout(saved, dataset)
-    length = per_rank(n - consumed, replicas, saved_drop_last)
+    replicas, rank, saved_drop_last, saved_workers, worker = _saved_layout(
+        saved, dataset, workers is not None
+    )
+    share = per_rank(n - consumed, replicas, saved_drop_last)
+    length = len(range(worker, share, saved_workers))
     layout = {"num_replicas": replicas, "rank": rank, "drop_last": saved_drop_last}
+    if workers is not None:
+        layout.update(num_workers=saved_workers, worker=worker)
     epoch, yielded = check_state(saved, length, {**dataset, **layout})
     if yielded >= length:
         return int(current_epoch), 0, n
-    if (replicas, saved_drop_last) == (num_replicas, drop_last):
+    if (replicas, saved_drop_last, saved_workers, worker) == (num_replicas, drop_last, *(workers or (1, 0))):
         return epoch, yielded, int(consumed)
+    if saved_workers > 1:
+        raise InvalidArgumentError(
+            f"cannot resume at another layout from the state of DataLoader worker {worker} of "
+            f"{saved_workers}: it covers that worker's share only (save without workers, or resume with "
+            f"num_replicas={replicas}, drop_last={saved_drop_last} and {saved_workers} workers)"
+        )
     return epoch, 0, int(consumed) + min(yielded * replicas, n - int(consumed))
