@@ -354,6 +354,7 @@ def to_generator_dataset(
     pad_shards: bool = False,
     batch_size: int | None = None,
     drop_remainder: bool = False,
+    resume_from: Mapping[str, Any] | None = None,
     **generator_kwargs: Any,
 ) -> Any:
     """A ``mindspore.dataset.GeneratorDataset`` over a JSONLDataset, a JSONLStream, a 🤗 ``Dataset`` or
@@ -380,6 +381,11 @@ def to_generator_dataset(
             columns (list columns padded, with ``<column>_lengths``), so MindSpore's per-row cost is paid
             once per batch; sjsonl shuffles (exactly, per epoch) and shards at record level
             (:mod:`sjsonl.mindspore.batches`). Random-access data only; do not ``.batch()`` again.
+        resume_from: a :meth:`~sjsonl.mindspore.batches.BatchSource.resume_point` saved at any
+            ``num_shards``/``shard_id``/``batch_size``: the dataset delivers the rest of that epoch (the
+            records no shard had taken), split across this layout — iterate it for that one epoch, then
+            make the next epochs' dataset as usual (MindSpore fixes a dataset's size when it is made).
+            With ``batch_size`` only.
         generator_kwargs: passed on to ``GeneratorDataset`` (e.g. ``num_samples``, ``sampler``).
 
     Example:
@@ -410,6 +416,12 @@ def to_generator_dataset(
         batch_size=batch_size,
         drop_remainder=drop_remainder,
     )
+    if resume_from is not None:
+        if not isinstance(source, BatchSource):
+            raise InvalidArgumentError(
+                "resume_from needs batch_size= (sjsonl draws the epoch's order itself only for batches)"
+            )
+        source.resume_from(dict(resume_from))  # before GeneratorDataset reads len(): the rest's size
     ms_shuffle: bool | None = shuffle
     if not ms_shards:  # the source took the shard
         num_shards = shard_id = None

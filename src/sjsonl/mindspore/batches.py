@@ -14,10 +14,14 @@
 It is iterable, so MindSpore neither shuffles nor shards it — the source does both, at record level; each
 pass that runs to its end moves to the next epoch's order. Without ``seed=`` (and without
 ``mindspore.dataset.config.set_seed``) the seed is 0, so every rank draws the same order and the shards
-stay disjoint. ``resume_at(epoch, batches_done)`` restarts mid-epoch (``state_dict()`` /
-``load_state_dict()`` too, but MindSpore reads ahead, so the batches it handed out can exceed the steps
-taken). One source worker does the reading (a batch is one vectorised read), whatever
-``num_parallel_workers`` says.
+stay disjoint. ``resume_point(steps)`` is where the epoch stands after ``steps`` batches on every shard
+(a place in the epoch's order, whatever the layout); ``to_generator_dataset(..., resume_from=point)``
+delivers the rest of that epoch at any ``num_shards``/``shard_id``/``batch_size``, and resuming again works
+the same (:mod:`sjsonl.sampling.elastic` has the lockstep rule). ``resume_at(epoch, batches_done)`` and
+``state_dict()`` / ``load_state_dict()`` resume at the same layout (but MindSpore reads ahead, so the
+batches it handed out can exceed the steps taken, and it fixes a dataset's size when it is made: resume
+before the ``GeneratorDataset`` is made, as ``resume_from=`` does). One source worker does the reading
+(a batch is one vectorised read), whatever ``num_parallel_workers`` says.
 
 Example:
     >>> from sjsonl.mindspore import make_schema
@@ -70,6 +74,7 @@ class BatchSource:
         self.rows = len(range(self.first, len(data), self.step))  # this shard's records per epoch
         self._cursor = Cursor()
         self._active = False  # a pass has taken its first batch and not reached its end
+        self._begun = False  # a pass has taken its first batch (resume_point refers to the latest)
         self.column_names = batch_column_names(schema)
 
     @property
@@ -78,9 +83,24 @@ class BatchSource:
         return self.data
 
     def __len__(self) -> int:
-        """Batches per epoch."""
-        full, rest = divmod(self.rows, self.batch_size)
+        """Batches the next pass delivers: an epoch's, or after :meth:`resume_at` / :meth:`resume_from`
+        what is left of the epoch (MindSpore reads it once, when the ``GeneratorDataset`` is made, and
+        checks every epoch against it)."""
+        pending = self._cursor._resume
+        if pending is None:
+            return self._batch_count(self.rows)
+        consumed = self._cursor.next_consumed
+        rows = len(range(consumed + self.first, len(self.data), self.step))
+        return max(0, self._batch_count(rows) - pending[1])
+
+    def _batch_count(self, rows: int) -> int:
+        full, rest = divmod(rows, self.batch_size)
         return full + (1 if rest and not self.drop_remainder else 0)
+
+    def _mine(self, epoch: int, consumed: int) -> RangeMap:
+        """This shard's records of epoch ``epoch`` after the first ``consumed`` of its order."""
+        order = epoch_order(len(self.data), self.shuffle, self._base_seed(), epoch)
+        return RangeMap(order, consumed + self.first, len(self.data), self.step)
 
     def set_epoch(self, epoch: int) -> None:
         """Use epoch ``epoch``'s order from the next pass on."""
@@ -103,13 +123,14 @@ class BatchSource:
         return 0 if configured is None else configured
 
     def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
-        start = self._cursor.begin(len(self))
-        epoch, self._active = self._cursor.pass_epoch, True
-        order = epoch_order(len(self.data), self.shuffle, self._base_seed(), epoch)
-        mine = RangeMap(order, self.first, len(self.data), self.step)
-        for b in range(start, len(self)):
+        consumed = self._cursor.next_consumed  # nonzero after resume_from: the rest of an epoch
+        pass_rows = len(range(consumed + self.first, len(self.data), self.step))
+        start = self._cursor.begin(self._batch_count(pass_rows))
+        epoch, self._active, self._begun = self._cursor.pass_epoch, True, True
+        mine = self._mine(epoch, consumed)
+        for b in range(start, self._batch_count(pass_rows)):
             lo = b * self.batch_size
-            positions = np.arange(lo, min(lo + self.batch_size, self.rows), dtype=np.int64)
+            positions = np.arange(lo, min(lo + self.batch_size, pass_rows), dtype=np.int64)
             rows = [self.schema.convert(r) for r in read_positions(self.data, mine.take(positions))]
             self._cursor.yielded += 1
             yield batch_columns(self.schema, rows)
@@ -121,25 +142,89 @@ class BatchSource:
         to MindSpore, which reads ahead: for a resume at the step your loop reached, use
         :meth:`resume_at` with that step instead."""
         if self._active:
-            return self._cursor.state_dict(**self._identity())
-        # between passes: where the next one will start (a pending resume, else its epoch from batch 0)
-        epoch, start = self._cursor._resume or (self._cursor.epoch, 0)
-        return {"epoch": epoch, "yielded": start, **self._identity()}
+            state = self._cursor.state_dict(**self._identity())
+            consumed = self._cursor.consumed
+        else:  # between passes: where the next one will start (a pending resume, else batch 0 of its epoch)
+            epoch, start = self._cursor._resume or (self._cursor.epoch, 0)
+            state, consumed = (
+                {"epoch": epoch, "yielded": start, **self._identity()},
+                self._cursor.next_consumed,
+            )
+        # a pass that continues an epoch begun at another layout (resume_from) says where it began
+        return {**state, "consumed": consumed} if consumed else state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue the saved epoch after its last yielded batch on the next pass — or, for an epoch saved
         complete, start the one after it."""
-        epoch, yielded = check_state(state, len(self), self._identity())
-        if yielded >= len(self):
-            self._cursor.load_state_dict({**state, "yielded": 0}, len(self), **self._identity())
-            self._cursor.set_epoch(epoch + 1)  # drops the resume: a fresh next epoch
+        state = dict(state) if isinstance(state, dict) else state
+        consumed = state.pop("consumed", 0) if isinstance(state, dict) else 0
+        n = len(self.data)
+        if (
+            not isinstance(consumed, (int, np.integer))
+            or isinstance(consumed, bool)
+            or not 0 <= consumed <= n
+        ):
+            raise InvalidArgumentError(
+                f"cannot resume: saved state has consumed={consumed!r}; expected an integer in [0, {n}]"
+            )
+        length = self._batch_count(len(range(int(consumed) + self.first, n, self.step)))
+        epoch, yielded = check_state(state, length, self._identity())
+        if yielded >= length:
+            self._cursor.set_epoch(epoch + 1)  # a fresh next epoch
+            self._cursor.resume_at(epoch + 1, 0)
             return
-        self._cursor.load_state_dict(state, len(self), **self._identity())
+        self._cursor.resume_at(epoch, yielded, int(consumed))
 
     def resume_at(self, epoch: int, batches_done: int) -> None:
         """Start the next pass at batch ``batches_done`` of epoch ``epoch`` (what a training loop that
         counts its steps knows), whatever MindSpore had read ahead."""
         self.load_state_dict({"epoch": int(epoch), "yielded": int(batches_done), **self._identity()})
+
+    def resume_point(self, batches_done: int) -> dict[str, Any]:
+        """Where the epoch of the current (or last) pass stands once every shard has taken
+        ``batches_done`` batches of it — a place in the epoch's order, not in this layout, so that
+        :meth:`resume_from` continues it at another ``num_shards``, ``shard_id`` or ``batch_size``.
+
+        Shards move in lockstep, so after ``b`` batches the first ``b × batch_size × num_shards``
+        records of the pass are done (all of it, near its end). Save the point with your checkpoint."""
+        if (
+            not isinstance(batches_done, (int, np.integer))
+            or isinstance(batches_done, bool)
+            or batches_done < 0
+        ):
+            raise InvalidArgumentError(f"batches_done must be a non-negative integer, got {batches_done!r}")
+        cursor = self._cursor
+        if self._begun:  # the latest pass MindSpore began (it may have read it to its end already)
+            epoch, consumed = cursor.pass_epoch, cursor.consumed
+        else:  # none yet: the pass the next iteration will make
+            epoch, consumed = (cursor._resume or (cursor.epoch, 0))[0], cursor.next_consumed
+        n = len(self.data)
+        done = consumed + min(int(batches_done) * self.batch_size * self.step, n - consumed)
+        return {"epoch": epoch, "records_done": done, **self._order_identity()}
+
+    def resume_from(self, point: dict[str, Any]) -> None:
+        """Make the next pass the rest of the point's epoch — the records no shard had taken — split
+        across this source's shards and cut into its batches; the pass after it is the next epoch.
+        Resuming again works the same: take a new :meth:`resume_point` during the resumed pass.
+        Another dataset, ``shuffle`` or seed is refused naming it."""
+        if not isinstance(point, dict):
+            raise InvalidArgumentError(f"cannot resume: a resume point is a dict, not {type(point).__name__}")
+        saved = {**point, "yielded": 0, "epoch": point.get("epoch")}
+        done = saved.pop("records_done", None)
+        n = len(self.data)
+        epoch, _ = check_state(saved, 0, self._order_identity())
+        if not isinstance(done, (int, np.integer)) or isinstance(done, bool) or not 0 <= done <= n:
+            raise InvalidArgumentError(
+                f"cannot resume: the point has records_done={done!r}; expected an integer in [0, {n}]"
+            )
+        if done >= n:  # the epoch is done
+            self._cursor.set_epoch(epoch + 1)
+            self._cursor.resume_at(epoch + 1, 0)
+            return
+        self._cursor.resume_at(epoch, 0, int(done))
+
+    def _order_identity(self) -> dict[str, Any]:
+        return {"n": len(self.data), "shuffle": self.shuffle, "seed": self._base_seed()}
 
     def _identity(self) -> dict[str, Any]:
         return {
