@@ -285,3 +285,54 @@ def test_a_workers_state_at_another_layout_is_refused_saying_why() -> None:
     assert worker_state["num_workers"] == 2 and worker_state["worker"] == 1
     with pytest.raises(ValueError, match="from the state of DataLoader worker 1 of 2: it covers that worker"):
         _iterable(3, 0).load_state_dict(worker_state)
+
+
+# ----------------------------------------------------------------- mixtures
+@pytest.fixture(scope="module")
+def mixtures(tmp_path_factory) -> dict:
+    from sjsonl import JSONLDataset, concatenate_datasets, interleave_datasets
+
+    d = tmp_path_factory.mktemp("elastic_mix")
+    sources = []
+    for name, n in (("a", 23), ("b", 9), ("c", 14)):
+        path = d / f"{name}.jsonl"
+        path.write_text("".join(f'{{"src": "{name}", "i": {i}}}\n' for i in range(n)))
+        sources.append(JSONLDataset(path))
+    return {
+        "interleave all_exhausted": interleave_datasets(
+            sources, probabilities=[0.5, 0.2, 0.3], seed=4, stopping_strategy="all_exhausted"
+        ),
+        "interleave first_exhausted": interleave_datasets(sources, seed=4),
+        "concatenate": concatenate_datasets(sources),
+        "repeat": concatenate_datasets(sources[:2]).repeat(3),
+    }
+
+
+@pytest.mark.parametrize(
+    "kind", ["interleave all_exhausted", "interleave first_exhausted", "concatenate", "repeat"]
+)
+@pytest.mark.parametrize(("old", "new"), [(4, 3), (2, 8)])
+def test_mixtures_resume_elastically_in_their_second_epoch(mixtures, kind: str, old: int, new: int) -> None:
+    """A DistributedSampler over a mixture: epoch 0 whole, epoch 1 stopped after 3 steps on ``old`` ranks,
+    finished on ``new`` ranks — the mixture's own items of epoch 1, each once, plus torch's padding."""
+    mix = mixtures[kind]
+    n = len(mix)
+    items = [(r["src"], r["i"]) for r in mix]
+    samplers = [DistributedSampler(mix, old, r, seed=SEED) for r in range(old)]
+    for s in samplers:
+        s.set_epoch(0)
+        list(s)  # epoch 0, whole
+        s.set_epoch(1)
+    iters = [iter(s) for s in samplers]
+    before = [next(it) for it in iters for _ in range(3)]
+    state = samplers[1].state_dict()
+    after = []
+    for r in range(new):
+        s = DistributedSampler(mix, new, r, seed=SEED)
+        s.set_epoch(1)
+        s.load_state_dict(state)
+        after += list(s)
+    counts = Counter(before + after)  # positions of the mixture
+    assert set(counts) == set(range(n))  # every item of epoch 1
+    assert sum(counts.values()) == n + (-(n - 3 * old) % new)  # once each, plus the new layout's padding
+    assert Counter(items[i] for i in set(counts)) == Counter(items)  # the mixture's items, repeats and all
