@@ -43,10 +43,15 @@ def tokens(text: str) -> np.ndarray:
     return ids
 
 
-def parse_run_arguments(doc: str, steps: int, out_help: str, argv: list[str] | None) -> argparse.Namespace:
+def parse_run_arguments(
+    doc: str, steps: int, out_help: str, argv: list[str] | None, world: int | None = None
+) -> argparse.Namespace:
     """The options both examples take: the three sources, the step count, where to stop and checkpoint,
-    and where to write what the run saw; ``data`` defaults to :func:`default_sources`."""
+    and where to write what the run saw (plus ``--world`` when ``world`` gives its default); ``data``
+    defaults to :func:`default_sources`."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if world is not None:
+        parser.add_argument("--world", type=int, default=world, help=f"ranks (default: {world})")
     parser.add_argument("--data", nargs=3, metavar="JSONL", help="three sources (default: generated samples)")
     parser.add_argument("--steps", type=int, default=steps, help=f"optimizer steps in all (default: {steps})")
     parser.add_argument(

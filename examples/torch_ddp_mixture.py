@@ -1,16 +1,20 @@
 """Train a tiny causal language model with torch DDP (2 ranks, gloo, CPU) on a mixture of three JSONL
-sources, stop in the middle of an epoch, and resume exactly.
+sources, stop in the middle of an epoch, and resume exactly — on as many ranks, or on another number.
 
     python examples/torch_ddp_mixture.py --steps 160                       # uninterrupted
     python examples/torch_ddp_mixture.py --steps 160 --stop-after 70 --checkpoint ckpt/
     python examples/torch_ddp_mixture.py --steps 160 --checkpoint ckpt/    # resumes at step 70
+    python examples/torch_ddp_mixture.py --steps 160 --checkpoint ckpt/ --world 3   # … on 3 ranks
 
 The data path is all sjsonl, with nothing converted or copied: ``interleave_datasets`` mixes the three
 files 50/30/20 (exact proportions at every prefix), sjsonl's ``DistributedSampler`` gives each rank its
 half of a fresh exact shuffle every epoch, and torchdata's ``StatefulDataLoader`` saves where each rank
 stands. The checkpoint holds the model, the optimizer, the loader state of both ranks and the losses so
 far, so the losses after a restart are the same numbers as those of a run that never stopped (the test
-``tests/test_examples.py`` checks it bit for bit). ``--data`` takes three files of your own.
+``tests/test_examples.py`` checks it bit for bit). Resumed with another ``--world``, the new ranks take
+the rest of the stopped epoch — exactly the records the old ranks had not reached — and then ordinary
+epochs of the new layout (sjsonl's elastic resume; ``tests/test_examples_elastic.py`` checks every step's
+records). ``--data`` takes three files of your own.
 """
 
 from __future__ import annotations
@@ -37,6 +41,19 @@ from sjsonl.torch import DistributedSampler
 WORLD, BATCH, PROBABILITIES = 2, 8, [0.5, 0.3, 0.2]
 
 
+class Numbered(torch.utils.data.Dataset):
+    """``(i, data[i])``: each batch says which records it holds (the run writes them out per step)."""
+
+    def __init__(self, data: sjsonl.MixtureDataset) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, i: int) -> tuple[int, dict]:
+        return i, self.data[i]
+
+
 class TinyCausalLM(nn.Module):
     """Two transformer layers over byte embeddings, with a causal mask."""
 
@@ -56,8 +73,9 @@ class TinyCausalLM(nn.Module):
         return self.head(self.layers(x, mask=self.mask, is_causal=True))
 
 
-def collate(records: list) -> torch.Tensor:
-    return torch.from_numpy(__import__("numpy").stack([tokens(render(r)) for r in records]))
+def collate(items: list) -> tuple[torch.Tensor, list[int]]:
+    ids = __import__("numpy").stack([tokens(render(r)) for _, r in items])
+    return torch.from_numpy(ids), [i for i, _ in items]
 
 
 def mixture(paths: list[str]) -> sjsonl.MixtureDataset:
@@ -68,31 +86,37 @@ def mixture(paths: list[str]) -> sjsonl.MixtureDataset:
 
 
 def train(rank: int, args: Namespace, port: int) -> None:
+    world = args.world
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(0)
 
     data = mixture(args.data)
     sampler = DistributedSampler(data, shuffle=True, seed=0, drop_last=True)  # rank/world from dist
-    loader = StatefulDataLoader(data, batch_size=BATCH, sampler=sampler, collate_fn=collate, drop_last=True)
+    loader = StatefulDataLoader(
+        Numbered(data), batch_size=BATCH, sampler=sampler, collate_fn=collate, drop_last=True
+    )
     model = DistributedDataParallel(TinyCausalLM())
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    step, epoch, losses = 0, 0, []
+    step, epoch, losses, samples = 0, 0, [], []  # samples: per step, each rank's record numbers
 
     ckpt = os.path.join(args.checkpoint, "state.pt") if args.checkpoint else None
     if ckpt and os.path.exists(ckpt):
         saved = torch.load(ckpt, weights_only=False)
         model.module.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
-        step, epoch, losses = saved["step"], saved["epoch"], saved["losses"]
+        step, epoch, losses, samples = saved["step"], saved["epoch"], saved["losses"], saved["samples"]
         sampler.set_epoch(epoch)
-        loader.load_state_dict(saved["loaders"][rank])
+        # ranks move in lockstep, so at another world size any rank's state continues the epoch: the
+        # sampler hands the new ranks exactly what the old ones had not reached
+        loaders = saved["loaders"]
+        loader.load_state_dict(loaders[rank] if len(loaders) == world else loaders[0])
 
     while step < args.steps:
         sampler.set_epoch(epoch)
-        for ids in loader:
+        for ids, numbers in loader:
             logits = model(ids[:, :-1])
             loss = nn.functional.cross_entropy(
                 logits.reshape(-1, VOCAB), ids[:, 1:].reshape(-1), ignore_index=256
@@ -102,7 +126,10 @@ def train(rank: int, args: Namespace, port: int) -> None:
             optimizer.step()
             mean = loss.detach().clone()
             dist.all_reduce(mean)
-            losses.append(mean.item() / WORLD)
+            losses.append(mean.item() / world)
+            taken: list = [None] * world
+            dist.all_gather_object(taken, numbers)
+            samples.append(taken)
             step += 1
             if step == args.stop_after or step == args.steps:
                 break
@@ -110,7 +137,7 @@ def train(rank: int, args: Namespace, port: int) -> None:
             epoch += 1
             continue
         if step == args.stop_after and ckpt:
-            states = [None] * WORLD
+            states = [None] * world
             dist.all_gather_object(states, loader.state_dict())
             if rank == 0:
                 os.makedirs(args.checkpoint, exist_ok=True)
@@ -120,6 +147,7 @@ def train(rank: int, args: Namespace, port: int) -> None:
                     "step": step,
                     "epoch": epoch,
                     "losses": losses,
+                    "samples": samples,
                     "loaders": states,
                 }
                 torch.save(state, ckpt + ".tmp")
@@ -129,18 +157,19 @@ def train(rank: int, args: Namespace, port: int) -> None:
         print(f"steps {step}, epoch {epoch}, {len(data)} records a pass, last loss {losses[-1]:.4f}")
         if args.out:
             with open(args.out, "w") as f:
-                json.dump(
-                    {"losses": losses, "records_per_pass": len(data), "steps_per_epoch": len(loader)}, f
-                )
+                run = {"losses": losses, "records_per_pass": len(data), "steps_per_epoch": len(loader)}
+                json.dump({**run, "samples": samples, "world": world}, f)
     dist.destroy_process_group()
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_run_arguments(__doc__, 160, "write the losses as JSON here", argv)
+    args = parse_run_arguments(
+        __doc__, 160, "write the losses and each step's records as JSON here", argv, WORLD
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(train, args=(args, port), nprocs=WORLD, join=True)
+    mp.spawn(train, args=(args, port), nprocs=args.world, join=True)
 
 
 if __name__ == "__main__":
