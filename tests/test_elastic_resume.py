@@ -336,3 +336,101 @@ def test_mixtures_resume_elastically_in_their_second_epoch(mixtures, kind: str, 
     assert set(counts) == set(range(n))  # every item of epoch 1
     assert sum(counts.values()) == n + (-(n - 3 * old) % new)  # once each, plus the new layout's padding
     assert Counter(items[i] for i in set(counts)) == Counter(items)  # the mixture's items, repeats and all
+
+
+# ----------------------------------------------------------------- IterableDataset under StatefulDataLoaders
+def _loader_run(replicas: int, workers: int, batches: int, batch: int = 2) -> tuple[list[int], list[dict]]:
+    """``replicas`` ranks' StatefulDataLoaders over the iterable, ``batches`` batches each (in lockstep);
+    the records they took and each rank's loader state."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    taken, states = [], []
+    for r in range(replicas):
+        loader = StatefulDataLoader(_iterable(replicas, r), batch_size=batch, num_workers=workers)
+        it = iter(loader)
+        taken += [int(x) for _ in range(batches) for x in next(it)]
+        states.append(loader.state_dict())
+        del it, loader
+    return taken, states
+
+
+ITERABLE_LAYOUTS = [
+    ((2, 3), (3, 0)),
+    ((4, 1), (2, 3)),
+    ((3, 3), (8, 1)),
+    ((1, 3), (1, 0)),
+    ((8, 0), (4, 3)),
+    ((2, 0), (3, 1)),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), ITERABLE_LAYOUTS, ids=[f"{a}->{b}" for a, b in ITERABLE_LAYOUTS])
+def test_iterable_loaders_resume_at_another_world_and_worker_count(old, new) -> None:
+    """R ranks with W workers take 2 batches each; one rank's loader state, merged over its workers
+    (``iterable_state``), resumes R' ranks with W' workers: every record of the epoch once, plus only the
+    new layout's padding; per rank, torch's layout of what was left."""
+    from torch.utils.data import DataLoader
+
+    from sjsonl.torch import iterable_state
+
+    (replicas, workers), (new_replicas, new_workers) = old, new
+    before, states = _loader_run(replicas, workers, batches=2)
+    state = iterable_state(states[-1])
+    assert state["num_workers"] == 1 and state["yielded"] == 0
+    after = []
+    for r in range(new_replicas):
+        resumed = _iterable(new_replicas, r)
+        resumed.load_state_dict(state)
+        mine = [int(x) for b in DataLoader(resumed, batch_size=3, num_workers=new_workers) for x in b]
+        after += mine
+    counts = Counter(before + after)
+    assert set(counts) == set(range(N))
+    left = N - len(set(before))
+    assert len(before) == len(set(before))  # nothing repeated before the stop (no padding reached)
+    assert sum(c - 1 for c in counts.values()) == -left % new_replicas
+
+
+def test_iterable_resume_twice_through_workers() -> None:
+    """4 ranks × 3 workers stop; 3 ranks × 1 worker resume, stop again; 2 ranks × 0 workers finish:
+    the epoch's records, each once, plus only the padding of the passes that reached it."""
+    from sjsonl.torch import iterable_state
+
+    seen, state = [], None
+    for replicas, workers, batches in [(4, 3, 2), (3, 1, 1), (2, 0, None)]:
+        states = []
+        for r in range(replicas):
+            from torchdata.stateful_dataloader import StatefulDataLoader
+
+            ds = _iterable(replicas, r)
+            if state is not None:
+                ds.load_state_dict(state)
+            loader = StatefulDataLoader(ds, batch_size=2, num_workers=workers)
+            it = iter(loader)
+            if batches is None:
+                seen += [int(x) for b in it for x in b]
+            else:
+                seen += [int(x) for _ in range(batches) for x in next(it)]
+                states.append(loader.state_dict())
+            del it, loader
+        if states:
+            merged = [{k: v for k, v in iterable_state(s).items() if k != "rank"} for s in states]
+            assert all(m == merged[0] for m in merged)  # every rank's state says the same (but its rank)
+            state = iterable_state(states[-1])
+    counts = Counter(seen)
+    assert set(counts) == set(range(N)) and sum(c - 1 for c in counts.values()) <= 1  # 2 ranks' padding
+
+
+def test_merging_needs_every_worker_of_one_rank() -> None:
+    from sjsonl.sampling.elastic import merge_worker_states
+
+    base = {"epoch": 0, "n": N, "shuffle": True, "seed": SEED, "num_replicas": 2, "drop_last": False}
+    dataset = {"n": N, "shuffle": True, "seed": SEED}
+    one = {**base, "rank": 0, "num_workers": 2, "worker": 0, "yielded": 2}
+    two = {**base, "rank": 0, "num_workers": 2, "worker": 1, "yielded": 2}
+    assert merge_worker_states([two, one], dataset)["consumed"] == 8  # 4 of each rank's share, 2 ranks
+    with pytest.raises(ValueError, match="one state from each of the 2 workers"):
+        merge_worker_states([one, one], dataset)
+    with pytest.raises(ValueError, match="different passes or ranks"):
+        merge_worker_states([one, {**two, "rank": 1}], dataset)
+    with pytest.raises(ValueError, match="a rank's worker states"):
+        merge_worker_states([], dataset)

@@ -41,10 +41,10 @@ from torch.utils.data.distributed import DistributedSampler as _TorchDistributed
 
 from .dataset import JSONLDataset  # noqa: E402
 from .sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
-from .sampling.elastic import carry_over, remaining  # noqa: E402
+from .sampling.elastic import carry_over, merge_worker_states, remaining  # noqa: E402
 from .sampling.permutation import Permutation  # noqa: E402
 
-__all__ = ["DistributedSampler", "IterableDataset", "collate_records", "sampler_state"]
+__all__ = ["DistributedSampler", "IterableDataset", "collate_records", "iterable_state", "sampler_state"]
 
 
 def _epoch_perm(n: int, shuffle: bool, seed: int, epoch: int) -> Permutation | None:
@@ -112,7 +112,7 @@ class DistributedSampler(_TorchDistributedSampler):
 
     def __iter__(self) -> Iterator[int]:
         # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
-        order = remaining(self._n, self._cursor.next_consumed)
+        order = remaining(self._n, *self._cursor.next_done)
         positions = shard_order(order, self.num_replicas, self.rank, self.drop_last)
         start = self._cursor.begin(len(positions), hold=True)
         perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
@@ -133,7 +133,7 @@ class DistributedSampler(_TorchDistributedSampler):
         """``{"epoch", "yielded", "consumed"}`` of the current pass, the dataset and the layout."""
         layout = {"num_replicas": self.num_replicas, "rank": self.rank, "drop_last": bool(self.drop_last)}
         state = self._cursor.state_dict(**self._dataset_identity(), **layout)
-        return {**state, "consumed": self._cursor.consumed}
+        return {**state, **_done(self._cursor)}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Make the next ``iter()`` continue the saved epoch — at this layout or another (any world size,
@@ -143,6 +143,11 @@ class DistributedSampler(_TorchDistributedSampler):
             state_dict, self._dataset_identity(), self.num_replicas, bool(self.drop_last), self._cursor.epoch
         )
         self._cursor.resume_at(*resume)
+
+
+def _done(cursor: Cursor) -> dict[str, Any]:
+    """What earlier layouts took of the current pass's epoch, as a state holds it."""
+    return {"consumed": cursor.consumed, **({"skipped": list(cursor.skipped)} if cursor.skipped else {})}
 
 
 def sampler_state(loader_state: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +175,34 @@ def sampler_state(loader_state: dict[str, Any]) -> dict[str, Any]:
             "was its sampler an sjsonl.torch.DistributedSampler?"
         )
     return inner
+
+
+def iterable_state(loader_state: dict[str, Any]) -> dict[str, Any]:
+    """One :class:`IterableDataset` state for a rank, from its torchdata ``StatefulDataLoader.state_dict()``
+    (with or without workers), that resumes at any world size and worker count.
+
+    Each DataLoader worker saves only its own share, and workers run ahead of one another by up to a
+    batch; this merges them (:func:`~sjsonl.sampling.elastic.merge_worker_states`). Load the result into
+    the new layout's dataset and give its new loader no state::
+
+        ds = IterableDataset(data, num_replicas=new_world, rank=new_rank, seed=...)
+        ds.load_state_dict(iterable_state(saved_loader_state))
+        loader = StatefulDataLoader(ds, num_workers=new_workers, ...)
+    """
+    snapshot = loader_state.get("_snapshot")
+    if snapshot is not None:  # workers: each one's dataset state
+        workers = snapshot.get("_worker_snapshots", {}).values()
+        states = [w.get("dataset_state") for w in workers]
+    else:
+        states = [loader_state.get("dataset_state")]
+    if not states or not all(isinstance(s, dict) and "num_workers" in s for s in states):
+        raise InvalidArgumentError(
+            "no IterableDataset state in this StatefulDataLoader state: was its dataset an "
+            "sjsonl.torch.IterableDataset?"
+        )
+    first = states[0]
+    dataset = {k: first.get(k) for k in ("n", "shuffle", "seed")}
+    return merge_worker_states(states, dataset)
 
 
 class IterableDataset(torch.utils.data.IterableDataset):
@@ -242,10 +275,10 @@ class IterableDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         return (1, 0) if info is None else (info.num_workers, info.id)
 
-    def _positions(self, consumed: int = 0) -> Any:
+    def _positions(self, done: tuple[int, tuple[int, ...]] = (0, ())) -> Any:
         replicas, rank = self._world()
         workers, worker = self._worker()
-        return shard_order(remaining(self._n, consumed), replicas, rank, self.drop_last, workers, worker)
+        return shard_order(remaining(self._n, *done), replicas, rank, self.drop_last, workers, worker)
 
     @property
     def epoch(self) -> int:
@@ -261,7 +294,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     # ----------------------------------------------------------------- iteration
     def __iter__(self) -> Iterator[Any]:
-        positions = self._positions(self._cursor.next_consumed)
+        positions = self._positions(self._cursor.next_done)
         # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
         start = self._cursor.begin(len(positions))
         perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
@@ -290,7 +323,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         state = self._cursor.state_dict(
             n=self._n, **layout, shuffle=self.shuffle, seed=self.seed, drop_last=bool(self.drop_last)
         )
-        return {**state, "consumed": self._cursor.consumed}
+        return {**state, **_done(self._cursor)}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Make the next ``iter()`` continue the saved pass — at its own layout, or (from a state saved

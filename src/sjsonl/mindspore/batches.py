@@ -89,7 +89,7 @@ class BatchSource:
         pending = self._cursor._resume
         if pending is None:
             return self._batch_count(self.rows)
-        consumed = self._cursor.next_consumed
+        consumed = self._cursor.next_done[0]
         rows = len(range(consumed + self.first, len(self.data), self.step))
         return max(0, self._batch_count(rows) - pending[1])
 
@@ -123,7 +123,7 @@ class BatchSource:
         return 0 if configured is None else configured
 
     def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
-        consumed = self._cursor.next_consumed  # nonzero after resume_from: the rest of an epoch
+        consumed = self._cursor.next_done[0]  # nonzero after resume_from: the rest of an epoch
         pass_rows = len(range(consumed + self.first, len(self.data), self.step))
         start = self._cursor.begin(self._batch_count(pass_rows))
         epoch, self._active, self._begun = self._cursor.pass_epoch, True, True
@@ -148,7 +148,7 @@ class BatchSource:
             epoch, start = self._cursor._resume or (self._cursor.epoch, 0)
             state, consumed = (
                 {"epoch": epoch, "yielded": start, **self._identity()},
-                self._cursor.next_consumed,
+                self._cursor.next_done[0],
             )
         # a pass that continues an epoch begun at another layout (resume_from) says where it began
         return {**state, "consumed": consumed} if consumed else state
@@ -197,7 +197,7 @@ class BatchSource:
         if self._begun:  # the latest pass MindSpore began (it may have read it to its end already)
             epoch, consumed = cursor.pass_epoch, cursor.consumed
         else:  # none yet: the pass the next iteration will make
-            epoch, consumed = (cursor._resume or (cursor.epoch, 0))[0], cursor.next_consumed
+            epoch, consumed = (cursor._resume or (cursor.epoch, 0))[0], cursor.next_done[0]
         n = len(self.data)
         done = consumed + min(int(batches_done) * self.batch_size * self.step, n - consumed)
         return {"epoch": epoch, "records_done": done, **self._order_identity()}

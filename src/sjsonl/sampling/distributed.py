@@ -157,24 +157,29 @@ class Cursor:
         self.epoch = 0  # the epoch the next pass uses
         self.pass_epoch = 0  # the epoch of the current (or last) pass
         self.yielded = 0
-        self.consumed = 0  # positions of the epoch's order consumed before this pass (an elastic resume)
+        # what earlier layouts took of this pass's epoch (an elastic resume): the first ``consumed``
+        # positions of its order, and the positions in ``skipped`` past them
+        self.consumed: int = 0
+        self.skipped: tuple[int, ...] = ()
         self._resume: tuple[int, int] | None = None  # (epoch, start) for the next begin()
-        self._resume_consumed = 0
+        self._resume_done: tuple[int, tuple[int, ...]] = (0, ())
         self._held: tuple[int, int] | None = None  # a resume kept for a re-made iterator (begin(hold=True))
 
     @property
-    def next_consumed(self) -> int:
-        """``consumed`` of the next pass: nonzero only when it continues an epoch begun in another layout."""
-        return self._resume_consumed if self._resume is not None else 0
+    def next_done(self) -> tuple[int, tuple[int, ...]]:
+        """``(consumed, skipped)`` of the next pass: nonempty only when it continues an epoch begun in
+        another layout."""
+        return self._resume_done if self._resume is not None else (0, ())
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
         if self._resume is not None and self._resume[0] != self.epoch:
             self._resume = None
 
-    def resume_at(self, epoch: int, start: int, consumed: int = 0) -> None:
-        """Make the next pass the one of ``epoch`` that starts at ``start`` after ``consumed`` positions."""
-        self._resume, self._resume_consumed = (int(epoch), int(start)), int(consumed)
+    def resume_at(self, epoch: int, start: int, consumed: int = 0, skipped: tuple[int, ...] = ()) -> None:
+        """Make the next pass the one of ``epoch`` that starts at ``start``, over its order after
+        ``consumed`` positions and without ``skipped``."""
+        self._resume, self._resume_done = (int(epoch), int(start)), (int(consumed), tuple(skipped))
 
     def begin(self, length: int, hold: bool = False) -> int:
         """Start a pass over ``length`` items; returns the position to start from.
@@ -182,7 +187,7 @@ class Cursor:
         ``hold=True`` keeps a pending resume (of a pass not saved complete) for another ``begin`` until
         :meth:`release`: a loader that makes an iterator, drops it unstarted and makes another (torch's
         multi-worker DataLoader does) must get the resume in the one it uses."""
-        start, self.consumed = 0, self.next_consumed
+        start, (self.consumed, self.skipped) = 0, self.next_done
         pending = self._resume
         if pending is not None:
             self.epoch, start = pending
