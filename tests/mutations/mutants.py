@@ -219,4 +219,28 @@ MUTANTS = [
         "        source = int(self._source[(r + 1) % self.period])",
         ("tests/test_huge_lengths.py",),
     ),
+    Mutant(
+        "elastic-lockstep-off-by-one",
+        "an elastic resume counts one position fewer as taken: a record is handed out twice",
+        "src/sjsonl/sampling/elastic.py",
+        "    through = min(prefix * num_replicas, m)",
+        "    through = min(prefix * num_replicas - 1, m)",
+        ("tests/test_elastic_resume.py",),
+    ),
+    Mutant(
+        "elastic-merge-ignores-laggards",
+        "merging a rank's worker states takes the furthest worker for the prefix: records are lost",
+        "src/sjsonl/sampling/elastic.py",
+        "    prefix = min(min(w + y * workers, share) for w, y in took.items())",
+        "    prefix = max(min(w + y * workers, share) for w, y in took.items())",
+        ("tests/test_elastic_resume.py",),
+    ),
+    Mutant(
+        "resume-not-held",
+        "a resume is used up by the iterator a multi-worker loader makes and drops",
+        "src/sjsonl/sampling/distributed.py",
+        "            self._resume = pending if hold else None",
+        "            self._resume = None",
+        ("tests/test_elastic_resume.py", "-k", "stateful"),
+    ),
 ]
