@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
+import tempfile
 from argparse import Namespace
 
 import torch
@@ -85,10 +85,10 @@ def mixture(paths: list[str]) -> sjsonl.MixtureDataset:
     )
 
 
-def train(rank: int, args: Namespace, port: int) -> None:
+def train(rank: int, args: Namespace, rendezvous: str) -> None:
     world = args.world
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # a file rendezvous: no TCP port to pick, so runs side by side never collide
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(0)
@@ -166,10 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_run_arguments(
         __doc__, 160, "write the losses and each step's records as JSON here", argv, WORLD
     )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(train, args=(args, port), nprocs=args.world, join=True)
+    with tempfile.TemporaryDirectory() as d:
+        mp.spawn(train, args=(args, os.path.join(d, "rendezvous")), nprocs=args.world, join=True)
 
 
 if __name__ == "__main__":

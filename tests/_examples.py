@@ -21,7 +21,12 @@ def run(script: str, data: list[str], tmp: Path, out: str | None, *extra: str) -
     cmd = [sys.executable, str(EXAMPLES / script), "--data", *data, *extra]
     if out is not None:
         cmd += ["--out", str(tmp / out)]
-    subprocess.run(cmd, check=True, timeout=600, capture_output=True, cwd=tmp)  # MindSpore dumps land in tmp
+    done = subprocess.run(
+        cmd, timeout=600, capture_output=True, text=True, cwd=tmp
+    )  # MindSpore dumps land in tmp
+    assert done.returncode == 0, (
+        f"{script} {' '.join(extra)} exited {done.returncode}:\n{done.stderr[-4000:]}"
+    )
     return json.loads((tmp / out).read_text()) if out is not None else None
 
 

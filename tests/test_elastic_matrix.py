@@ -19,7 +19,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader  # noqa: E402
 
 from sjsonl.torch import DistributedSampler, IterableDataset, iterable_state, sampler_state  # noqa: E402
 
-pytestmark = pytest.mark.slow  # 325 layout changes, with worker processes
+pytestmark = pytest.mark.slow  # 425 layout changes, with worker processes
 
 N, SEED, BATCH, STEPS = 37, 5, 2, 2
 LAYOUTS = list(itertools.product((1, 2, 3, 4, 8), (0, 1, 3)))
@@ -77,3 +77,34 @@ def test_distributed_sampler(old: tuple[int, int], new: tuple[int, int]) -> None
         loader = StatefulDataLoader(data, batch_size=3, sampler=sampler, num_workers=new_workers)
         after += [int(x) for b in loader for x in b]
     _check(before, after, replicas, new_replicas)
+
+
+DROP_LAST_PAIRS = SAMPLER_PAIRS  # ranks {1, 2, 3, 4, 8} x workers {0, 3}, both sides
+
+
+@pytest.mark.parametrize(("old", "new"), DROP_LAST_PAIRS, ids=[f"{a}->{b}" for a, b in DROP_LAST_PAIRS])
+def test_iterable_dataset_with_drop_last(old: tuple[int, int], new: tuple[int, int]) -> None:
+    """With ``drop_last=True`` nothing repeats, and the only records never handed out are the fewer than
+    R' the new layout cuts from the end of what was left (or, when the old pass had run to its end, the
+    old layout's cut: that epoch is over)."""
+    (replicas, workers), (new_replicas, new_workers) = old, new
+    before, state = [], None
+    for r in range(replicas):
+        ds = IterableDataset(list(range(N)), seed=SEED, num_replicas=replicas, rank=r, drop_last=True)
+        loader = StatefulDataLoader(ds, batch_size=BATCH, num_workers=workers)
+        it = iter(loader)
+        before += [int(x) for _ in range(STEPS) for x in next(it)]
+        state = iterable_state(loader.state_dict())
+        del it, loader
+    after = []
+    for r in range(new_replicas):
+        ds = IterableDataset(list(range(N)), seed=SEED, num_replicas=new_replicas, rank=r, drop_last=True)
+        ds.load_state_dict(state)
+        after += [int(x) for b in DataLoader(ds, batch_size=3, num_workers=new_workers) for x in b]
+    seen = before + after
+    assert len(seen) == len(set(seen))  # nothing twice
+    left = N - len(before)
+    if len(before) == N // replicas * replicas:  # the old pass ran to its end: that epoch is over, cut
+        assert after == []
+    else:  # only the new layout's cut is never handed out
+        assert N - len(set(seen)) == left % new_replicas

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,13 +15,7 @@ WORLD = 2
 N = 1000  # even: ranks are disjoint and complete; the odd view below checks the padding rule
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def rank_main(rank: int, port: int, path: str, out: str) -> None:
+def rank_main(rank: int, rendezvous: str, path: str, out: str) -> None:
     """One rank of the run (started as a subprocess by the test)."""
     import torch
     import torch.distributed as dist
@@ -31,7 +24,8 @@ def rank_main(rank: int, port: int, path: str, out: str) -> None:
     from sjsonl import JSONLDataset
     from sjsonl.torch import DistributedSampler, IterableDataset, collate_records
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    # a file rendezvous: no TCP port to pick, so tests side by side never collide
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=WORLD)
 
     def ids(loader) -> list[int]:
         return [i for batch in loader for i in batch["id"].tolist()]
@@ -77,12 +71,12 @@ def rank_main(rank: int, port: int, path: str, out: str) -> None:
 
 
 def launch(path: Path, out_dir: Path) -> list[subprocess.Popen]:
-    port = free_port()
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
     out_dir.mkdir()
+    rendezvous = str(out_dir / "rendezvous")  # one per run: the runs go side by side
     return [
         subprocess.Popen(
-            [sys.executable, __file__, "rank", str(r), str(port), str(path), str(out_dir / f"{r}.json")],
+            [sys.executable, __file__, "rank", str(r), rendezvous, str(path), str(out_dir / f"{r}.json")],
             env=env,
         )
         for r in range(WORLD)
@@ -127,4 +121,4 @@ def test_two_process_gloo_run(tmp_path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "rank":
-        rank_main(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+        rank_main(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
