@@ -4,7 +4,8 @@ NaN, on the same corpus with ``NaN`` in one record of every 1000, and (the worst
 
 Records without NaN never leave msgspec, so the common path should cost what it did; a record with NaN
 takes the standard library's second look. ``--baseline SRC`` measures another checkout's ``src`` (e.g. a
-worktree of main) in the same run: every measurement is a fresh process, the versions alternate within
+worktree of main) in the same run (by default, and under ``make bench``: commit ``BASE``, the code before
+these rules, exported and built); every measurement is a fresh process, the versions alternate within
 each round, and the table gives medians over the rounds. Where the baseline refuses NaN (before this
 rule), its NaN corpus reads ``raises``.
 
@@ -19,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import DATA_DIR, REPEATS, figure, figures_table, markdown_table, take_figures
 
 COLUMNS = ["corpus", "operation", "this checkout", "baseline", "ratio", "note"]
+BASE = "03dbef0"  # main before the json.loads rules were merged (6231ca8, "Merge branch 'decode'")
 NAN_EVERY = (1000, 1)  # corpora with NaN in one record of every 1000, and in every record (the worst case)
 
 
@@ -96,12 +99,46 @@ def _measure(src: str, path: Path, index_dir: str, reads: int) -> dict[str, floa
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def exported(commit: str, into: str) -> str:
+    """``commit``'s ``src``, exported (``git archive``: the repository is left alone) with its compiled
+    extensions built in place, so that both versions read through the same kind of code."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    archive = subprocess.run(
+        [
+            "git",
+            "-C",
+            repo,
+            "archive",
+            "--format=tar",
+            commit,
+            "src",
+            "setup.py",
+            "pyproject.toml",
+            "README.md",
+        ],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    build = [sys.executable, "setup.py", "-q", "build_ext", "--inplace"]
+    subprocess.run(build, cwd=into, check=True, capture_output=True)
+    return os.path.join(into, "src")
+
+
 def run(quick: bool = False, baseline: str | None = None, rounds: int | None = None) -> list[dict]:
-    """The table's rows (``benchmarks/run.py`` calls ``run(quick)``: this checkout alone)."""
+    """The table's rows; without ``baseline`` (as ``benchmarks/run.py`` calls it) the baseline is
+    :data:`BASE`, the code before the json.loads rules, exported and built."""
+    if baseline is None:
+        with tempfile.TemporaryDirectory(prefix="sjsonl-rules-base-") as tmp:
+            return _run(quick, exported(BASE, tmp), rounds, baseline_is_base=True)
+    return _run(quick, baseline, rounds)
+
+
+def _run(quick: bool, baseline: str, rounds: int | None, baseline_is_base: bool = False) -> list[dict]:
     rounds = rounds or (REPEATS if quick else 7)
     here = str(Path(__file__).resolve().parent.parent / "src")
     n = 20_000 if quick else 200_000
-    versions = {"this checkout": here, **({"baseline": baseline} if baseline else {})}
+    versions = {"this checkout": here, "baseline": baseline}
     found: dict[tuple[str, str, str], list[float | None]] = {}
     paths = corpora(n)
     for k in range(rounds):
@@ -126,6 +163,16 @@ def run(quick: bool = False, baseline: str | None = None, rounds: int | None = N
                 row[version] = f"{medians[version]:.2f} µs (range {spread})"
             if len(medians) == 2:
                 row["ratio"] = f"{medians['this checkout'] / medians['baseline']:.3f}×"
+                if name == "no NaN":  # the common path, before and after the rules
+                    figure(
+                        f"{'get' if op.startswith('random') else 'iter'}_plain",
+                        medians["this checkout"],
+                        "µs",
+                        what=f"{op} per record, no NaN ({n:,} short records), this checkout",
+                        median_of=rounds,
+                        baseline="the code before the json.loads rules" if baseline_is_base else "--baseline",
+                        baseline_value=medians["baseline"],
+                    )
             plain = [v for v in found[("no NaN", op, "this checkout")] if v is not None]
             if name in TAGS and "this checkout" in medians and len(plain) == rounds:
                 key = f"{'get' if op.startswith('random') else 'iter'}_{TAGS[name]}"
@@ -148,7 +195,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="20k records, 5 rounds: a smoke run")
-    parser.add_argument("--baseline", help="another checkout's src directory, measured in the same run")
+    parser.add_argument(
+        "--baseline", help=f"another checkout's src directory, measured in the same run (default: {BASE}'s)"
+    )
     parser.add_argument("--rounds", type=int, default=None, help="processes per measurement (default 7)")
     args = parser.parse_args()
     print(markdown_table(run(args.quick, args.baseline, args.rounds), COLUMNS))
