@@ -434,3 +434,62 @@ def test_merging_needs_every_worker_of_one_rank() -> None:
         merge_worker_states([one, {**two, "rank": 1}], dataset)
     with pytest.raises(ValueError, match="a rank's worker states"):
         merge_worker_states([], dataset)
+
+
+# ----------------------------------------------------------------- found in review
+def test_a_merged_state_at_the_end_of_a_resumed_pass_keeps_what_earlier_layouts_skipped() -> None:
+    from sjsonl.torch import iterable_state
+
+    data = list(range(10))
+    lay = {"n": 10, "shuffle": False, "seed": 0, "num_replicas": 1, "rank": 0, "drop_last": False}
+    workers = {
+        w: {"dataset_state": {**lay, "epoch": 0, "yielded": y, "num_workers": 2, "worker": w}}
+        for w, y in [(0, 3), (1, 1)]
+    }
+    merged = iterable_state({"_snapshot": {"_worker_snapshots": workers}})  # took 0, 2, 4 and 1
+    assert (merged["consumed"], merged["skipped"]) == (3, [4])
+    from sjsonl.torch import IterableDataset
+
+    b = IterableDataset(data, shuffle=False)
+    b.load_state_dict(merged)
+    assert list(b) == [3, 5, 6, 7, 8, 9]  # the rest of the epoch
+    c = IterableDataset(data, shuffle=False)
+    c.load_state_dict(iterable_state({"dataset_state": b.state_dict()}))  # saved at the pass's end
+    assert list(c) == []
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_state_without_workers_loaded_in_the_main_process_continues_under_workers(workers: int) -> None:
+    """The same world size: the state's start counts in the share of one process; in DataLoader workers the
+    rest is split anew, and the next epoch (set_epoch) is a whole one."""
+    first = _iterable(2, 0)
+    it = iter(first)
+    head = [next(it) for _ in range(5)]
+    full = list(_iterable(2, 0))
+    resumed = _iterable(2, 0)
+    resumed.load_state_dict(first.state_dict())
+    loader = torch.utils.data.DataLoader(resumed, batch_size=2, num_workers=workers)
+    rest = [int(x) for b in loader for x in b]
+    assert sorted(head + rest) == sorted(full) and not set(head) & set(rest)
+    resumed.set_epoch(EPOCH + 1)  # the pending resume in this process is for epoch EPOCH only
+    nxt = [int(x) for b in loader for x in b]
+    whole = _iterable(2, 0)
+    whole.set_epoch(EPOCH + 1)
+    assert sorted(nxt) == sorted(whole)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[1, 2], {"_snapshot": []}, {"_sampler_iter_state": 5}, {"_snapshot": {"_worker_snapshots": {0: None}}}],
+)
+def test_malformed_loader_states_are_refused_in_one_line(bad) -> None:
+    from sjsonl.torch import iterable_state, sampler_state
+
+    for take in (sampler_state, iterable_state):
+        with pytest.raises(
+            ValueError, match=r"no (sampler|IterableDataset) state in this StatefulDataLoader"
+        ):
+            take(bad)
+    lay = {"shuffle": True, "seed": 0, "num_replicas": 1, "rank": 0, "drop_last": False, "epoch": 0}
+    with pytest.raises(ValueError, match="cannot resume: saved state has n=None"):
+        iterable_state({"dataset_state": {**lay, "n": None, "yielded": 0, "num_workers": 1, "worker": 0}})

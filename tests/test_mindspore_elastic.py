@@ -86,16 +86,17 @@ def test_resume_twice(ds) -> None:
     assert sorted(seen) == list(range(N))
 
 
-def test_a_point_at_the_end_of_the_epoch_starts_the_next(ds) -> None:
+def test_a_point_at_the_end_of_the_epoch_is_an_empty_rest_then_the_next_epoch(ds) -> None:
     src = _shards(ds, 2, 10)[0]
     list(src)
     point = src.resume_point(len(src))
     assert point["records_done"] == N
     resumed = _shards(ds, 3, 4)[1]
     resumed.resume_from(point)
+    assert len(resumed) == 0 and list(resumed) == []  # the rest of the epoch: nothing
     fresh = _shards(ds, 3, 4)[1]
     fresh.set_epoch(EPOCH + 1)
-    assert [i for b in resumed for i in _ids(b)] == [i for b in fresh for i in _ids(b)]
+    assert [i for b in resumed for i in _ids(b)] == [i for b in fresh for i in _ids(b)]  # then the next
 
 
 def test_state_dict_of_a_resumed_pass_resumes_it_at_the_same_layout(ds) -> None:

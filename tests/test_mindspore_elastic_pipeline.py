@@ -58,3 +58,21 @@ def test_resume_from_needs_batches(tmp_path) -> None:
     path.write_text('{"id": 1}\n')
     with pytest.raises(ValueError, match="resume_from needs batch_size="):
         to_generator_dataset(JSONLDataset(path), resume_from={"epoch": 0, "records_done": 0})
+
+
+def test_a_shape_probe_before_the_epoch_does_not_use_up_the_resume(tmp_path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"id": i}) + "\n" for i in range(20)))
+    point = {"epoch": 0, "records_done": 8, "n": 20, "shuffle": False, "seed": 0}
+    gd = to_generator_dataset(JSONLDataset(path), batch_size=3, resume_from=point)
+    gd.output_shapes()  # MindSpore takes a batch to learn the shapes, then starts again
+    rows = [int(i) for row in gd.create_dict_iterator(output_numpy=True, num_epochs=1) for i in row["id"]]
+    assert rows == list(range(8, 20))
+
+
+def test_a_point_at_the_end_of_an_epoch_is_an_empty_rest(tmp_path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"id": i}) + "\n" for i in range(20)))
+    point = {"epoch": 0, "records_done": 20, "n": 20, "shuffle": False, "seed": 0}
+    gd = to_generator_dataset(JSONLDataset(path), batch_size=3, resume_from=point)
+    assert list(gd.create_dict_iterator(output_numpy=True, num_epochs=1)) == []

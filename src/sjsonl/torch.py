@@ -41,7 +41,7 @@ from torch.utils.data.distributed import DistributedSampler as _TorchDistributed
 
 from .dataset import JSONLDataset  # noqa: E402
 from .sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
-from .sampling.elastic import carry_over, merge_worker_states, remaining  # noqa: E402
+from .sampling.elastic import carry_over, merge_worker_states, remaining, taken_after  # noqa: E402
 from .sampling.permutation import Permutation  # noqa: E402
 
 __all__ = ["DistributedSampler", "IterableDataset", "collate_records", "iterable_state", "sampler_state"]
@@ -167,8 +167,10 @@ def sampler_state(loader_state: dict[str, Any]) -> dict[str, Any]:
         >>> sampler_state(state)
         {'epoch': 0}
     """
-    main = loader_state.get("_snapshot", {}).get("_main_snapshot", loader_state)  # workers > 0, or none
-    inner = (main.get("_sampler_iter_state") or {}).get("sampler_state")
+    snapshot = loader_state.get("_snapshot") if isinstance(loader_state, dict) else None
+    main = snapshot.get("_main_snapshot") if isinstance(snapshot, dict) else loader_state  # workers, or none
+    outer = main.get("_sampler_iter_state") if isinstance(main, dict) else None
+    inner = outer.get("sampler_state") if isinstance(outer, dict) else None
     if not isinstance(inner, dict):
         raise InvalidArgumentError(
             "no sampler state in this StatefulDataLoader state: "
@@ -189,18 +191,19 @@ def iterable_state(loader_state: dict[str, Any]) -> dict[str, Any]:
         ds.load_state_dict(iterable_state(saved_loader_state))
         loader = StatefulDataLoader(ds, num_workers=new_workers, ...)
     """
-    snapshot = loader_state.get("_snapshot")
-    if snapshot is not None:  # workers: each one's dataset state
-        workers = snapshot.get("_worker_snapshots", {}).values()
-        states = [w.get("dataset_state") for w in workers]
+    snapshot = loader_state.get("_snapshot") if isinstance(loader_state, dict) else None
+    if isinstance(snapshot, dict):  # workers: each one's dataset state
+        workers = snapshot.get("_worker_snapshots")
+        found = workers.values() if isinstance(workers, dict) else []
+        states = [w.get("dataset_state") if isinstance(w, dict) else None for w in found]
     else:
-        states = [loader_state.get("dataset_state")]
+        states = [loader_state.get("dataset_state") if isinstance(loader_state, dict) else None]
     if not states or not all(isinstance(s, dict) and "num_workers" in s for s in states):
         raise InvalidArgumentError(
             "no IterableDataset state in this StatefulDataLoader state: was its dataset an "
             "sjsonl.torch.IterableDataset?"
         )
-    first = states[0]
+    first: dict[str, Any] = states[0]  # type: ignore[assignment]  # checked just above
     dataset = {k: first.get(k) for k in ("n", "shuffle", "seed")}
     return merge_worker_states(states, dataset)
 
@@ -252,6 +255,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         self._n = len(dataset)
         self._replicas, self._rank = num_replicas, rank
         self._cursor = Cursor()
+        self._resume_layout: tuple[int, int] | None = None
         if dist.is_available() and dist.is_initialized():
             self._replicas, self._rank = self._world()
         self._world()  # validate early
@@ -294,11 +298,24 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     # ----------------------------------------------------------------- iteration
     def __iter__(self) -> Iterator[Any]:
+        self._rebase_resume()
         positions = self._positions(self._cursor.next_done)
         # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
         start = self._cursor.begin(len(positions))
         perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
         return self._generate(positions, start, perm)
+
+    def _rebase_resume(self) -> None:
+        """A resume loaded in one worker layout (a start inside that share — e.g. loaded in the main
+        process, without workers) that runs in another (in a DataLoader worker) continues as the rest
+        of the epoch: what the saved start leaves, split anew."""
+        cursor, here = self._cursor, self._worker()
+        if cursor._resume is None or self._resume_layout in (None, here) or cursor._resume[1] == 0:
+            return
+        epoch, start = cursor._resume
+        replicas, _ = self._world()
+        cursor.resume_at(epoch, 0, *taken_after(self._n, *cursor.next_done, replicas, start))
+        self._resume_layout = here
 
     def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[Any]:
         cursor = self._cursor
@@ -327,15 +344,17 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Make the next ``iter()`` continue the saved pass — at its own layout, or (from a state saved
-        without DataLoader workers) at any world size and worker count, as :class:`DistributedSampler`
-        does. Another dataset or seed, or a worker's state at another layout, raises
+        without DataLoader workers, or merged by :func:`iterable_state`) at any world size and worker
+        count, as :class:`DistributedSampler` does. Loaded here and iterated by DataLoader workers, the
+        resume goes to every loader's workers until ``set_epoch`` moves to another epoch: call
+        ``set_epoch`` every epoch, as with a sampler. Another dataset or seed, or a worker's state at another layout, raises
         :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) saying why."""
         dataset = {"n": self._n, "shuffle": self.shuffle, "seed": self.seed}
         replicas, _ = self._world()
-        resume = carry_over(
-            state_dict, dataset, replicas, bool(self.drop_last), self._cursor.epoch, workers=self._worker()
-        )
+        workers = self._worker()
+        resume = carry_over(state_dict, dataset, replicas, bool(self.drop_last), self._cursor.epoch, workers)
         self._cursor.resume_at(*resume)
+        self._resume_layout = workers  # the worker layout the resume's start counts in
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

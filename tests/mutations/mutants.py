@@ -61,10 +61,18 @@ MUTANTS = [
     Mutant(
         "sampler-resume-off-by-one",
         "a resumed pass skips the record after the saved position",
-        "src/sjsonl/sampling/distributed.py",
-        "            self._resume = (self.epoch, yielded)",
-        "            self._resume = (self.epoch, yielded + 1)",
+        "src/sjsonl/sampling/elastic.py",
+        "        return epoch, yielded, consumed, skipped",
+        "        return epoch, yielded + 1, consumed, skipped",
         ("tests/test_torch_sampler.py", "tests/test_resume_states.py"),
+    ),
+    Mutant(
+        "cursor-resume-off-by-one",
+        "a resumed prefetch (or MindSpore batch) pass skips the item after the saved position",
+        "src/sjsonl/sampling/distributed.py",
+        "            self.resume_at(epoch, yielded)",
+        "            self.resume_at(epoch, yielded + 1)",
+        ("tests/test_prefetch.py", "tests/test_resume_states.py"),
     ),
     Mutant(
         "fill-missing-ignored",
@@ -135,8 +143,8 @@ MUTANTS = [
         "bad-line-skip-off-by-one",
         'on_bad_lines="skip" leaves out the record after each bad one',
         "src/sjsonl/badlines.py",
-        "            bad.append((lo + k, start, str(exc), excerpt(data)))",
-        "            bad.append((lo + k + 1, start, str(exc), excerpt(data)))",
+        "        bad = [a + k for k in range(b - a) if _is_bad(",
+        "        bad = [a + k + 1 for k in range(b - a) if _is_bad(",
         ("tests/test_bad_lines.py",),
     ),
     Mutant(

@@ -125,7 +125,9 @@ class BatchSource:
     def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
         consumed = self._cursor.next_done[0]  # nonzero after resume_from: the rest of an epoch
         pass_rows = len(range(consumed + self.first, len(self.data), self.step))
-        start = self._cursor.begin(self._batch_count(pass_rows))
+        # held: MindSpore may take a batch to probe shapes and start again; the resume is for the pass it
+        # runs, and a pass run to its end moves the epoch on (which drops it)
+        start = self._cursor.begin(self._batch_count(pass_rows), hold=True)
         epoch, self._active, self._begun = self._cursor.pass_epoch, True, True
         mine = self._mine(epoch, consumed)
         for b in range(start, self._batch_count(pass_rows)):
@@ -186,7 +188,9 @@ class BatchSource:
         :meth:`resume_from` continues it at another ``num_shards``, ``shard_id`` or ``batch_size``.
 
         Shards move in lockstep, so after ``b`` batches the first ``b × batch_size × num_shards``
-        records of the pass are done (all of it, near its end). Save the point with your checkpoint."""
+        records of the pass are done (all of it, near its end). ``batches_done`` counts the batches of the
+        current pass: after :meth:`resume_from`, from the resumed pass's first batch; otherwise from the
+        epoch's. Save the point with your checkpoint."""
         if (
             not isinstance(batches_done, (int, np.integer))
             or isinstance(batches_done, bool)
@@ -217,11 +221,7 @@ class BatchSource:
             raise InvalidArgumentError(
                 f"cannot resume: the point has records_done={done!r}; expected an integer in [0, {n}]"
             )
-        if done >= n:  # the epoch is done
-            self._cursor.set_epoch(epoch + 1)
-            self._cursor.resume_at(epoch + 1, 0)
-            return
-        self._cursor.resume_at(epoch, 0, int(done))
+        self._cursor.resume_at(epoch, 0, int(done))  # the epoch done: an empty pass, then the next
 
     def _order_identity(self) -> dict[str, Any]:
         return {"n": len(self.data), "shuffle": self.shuffle, "seed": self._base_seed()}

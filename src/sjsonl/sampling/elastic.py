@@ -139,6 +139,8 @@ def _checked(
     if not isinstance(state, dict):
         raise InvalidArgumentError(f"cannot resume: a saved state is a dict, not {type(state).__name__}")
     saved = dict(state)
+    if not _is_int(dataset.get("n")) or dataset["n"] < 0:
+        raise _bad_value("n", dataset.get("n"), "a record count")
     n = int(dataset["n"])
     consumed, skipped = _saved_done(saved, n)
     layout = _saved_layout(saved, dataset, worker_keys)
@@ -217,7 +219,8 @@ def merge_worker_states(states: list[Any], dataset: dict[str, Any]) -> dict[str,
     prefix = min(min(w + y * workers, share) for w, y in took.items())
     layout = {"num_replicas": replicas, "rank": rank, "drop_last": drop_last, "num_workers": 1, "worker": 0}
     if prefix >= share:  # the whole pass: a state saved at its end
-        return {"epoch": epoch, "yielded": share, **dataset, **layout, "consumed": consumed}
+        at_end = {"consumed": consumed, **({"skipped": list(skipped)} if skipped else {})}
+        return {"epoch": epoch, "yielded": share, **dataset, **layout, **at_end}
     first_past = {w: max(0, -(-(prefix - w) // workers)) for w in took}  # first j with w + jW > prefix
     extras = tuple(sorted(w + j * workers for w, y in took.items() for j in range(first_past[w], y)))
     done, rest = taken_after(n, consumed, skipped, replicas, prefix, extras)
