@@ -347,8 +347,8 @@ class IterableDataset(torch.utils.data.IterableDataset):
         without DataLoader workers, or merged by :func:`iterable_state`) at any world size and worker
         count, as :class:`DistributedSampler` does. Loaded here and iterated by DataLoader workers, the
         resume goes to every loader's workers until ``set_epoch`` moves to another epoch: call
-        ``set_epoch`` every epoch, as with a sampler. Another dataset or seed, or a worker's state at another layout, raises
-        :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) saying why."""
+        ``set_epoch`` every epoch, as with a sampler. Another dataset or seed, or a worker's state at
+        another layout, raises :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) saying why."""
         dataset = {"n": self._n, "shuffle": self.shuffle, "seed": self.seed}
         replicas, _ = self._world()
         workers = self._worker()
