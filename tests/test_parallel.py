@@ -57,7 +57,7 @@ def test_functions_travel_by_value_with_their_globals_closures_and_recursion() -
 
 def test_a_class_of_the_main_script_cannot_travel_and_says_why() -> None:
     class Keep:
-        pass
+        """A class as a user's script defines it (its module is set to __main__ below)."""
 
     Keep.__module__ = "__main__"  # as a class defined in a user's script is
     with pytest.raises(ShippingError, match=r"class .*Keep is defined in __main__"):
