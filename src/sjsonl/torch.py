@@ -310,9 +310,10 @@ class IterableDataset(torch.utils.data.IterableDataset):
         process, without workers) that runs in another (in a DataLoader worker) continues as the rest
         of the epoch: what the saved start leaves, split anew."""
         cursor, here = self._cursor, self._worker()
-        if cursor._resume is None or self._resume_layout in (None, here) or cursor._resume[1] == 0:
+        pending = cursor.pending
+        if pending is None or self._resume_layout in (None, here) or pending[1] == 0:
             return
-        epoch, start = cursor._resume
+        epoch, start = pending
         replicas, _ = self._world()
         cursor.resume_at(epoch, 0, *taken_after(self._n, *cursor.next_done, replicas, start))
         self._resume_layout = here

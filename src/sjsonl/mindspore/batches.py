@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..sampling.distributed import Cursor, check_state, epoch_order
+from ..sampling.distributed import Cursor, check_count, check_state, epoch_order, is_int
 from ..sampling.maps import RangeMap
 from ..views import read_positions
 from .columns import _FILL, Schema
@@ -71,7 +71,7 @@ class BatchSource:
         self.drop_remainder, self.shuffle = bool(drop_remainder), bool(shuffle)
         self.seed = seed
         self.step, self.first = _check_shard(num_shards, shard_id)
-        self.rows = len(range(self.first, len(data), self.step))  # this shard's records per epoch
+        self.rows = self._rows_after(0)  # this shard's records per epoch
         self._cursor = Cursor()
         self._active = False  # a pass has taken its first batch and not reached its end
         self._begun = False  # a pass has taken its first batch (resume_point refers to the latest)
@@ -86,12 +86,14 @@ class BatchSource:
         """Batches the next pass delivers: an epoch's, or after :meth:`resume_at` / :meth:`resume_from`
         what is left of the epoch (MindSpore reads it once, when the ``GeneratorDataset`` is made, and
         checks every epoch against it)."""
-        pending = self._cursor._resume
+        pending = self._cursor.pending
         if pending is None:
             return self._batch_count(self.rows)
-        consumed = self._cursor.next_done[0]
-        rows = len(range(consumed + self.first, len(self.data), self.step))
-        return max(0, self._batch_count(rows) - pending[1])
+        return max(0, self._batch_count(self._rows_after(self._cursor.next_done[0])) - pending[1])
+
+    def _rows_after(self, consumed: int) -> int:
+        """This shard's records of an epoch's order after its first ``consumed``."""
+        return len(range(consumed + self.first, len(self.data), self.step))
 
     def _batch_count(self, rows: int) -> int:
         full, rest = divmod(rows, self.batch_size)
@@ -124,7 +126,7 @@ class BatchSource:
 
     def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
         consumed = self._cursor.next_done[0]  # nonzero after resume_from: the rest of an epoch
-        pass_rows = len(range(consumed + self.first, len(self.data), self.step))
+        pass_rows = self._rows_after(consumed)
         # held: MindSpore may take a batch to probe shapes and start again; the resume is for the pass it
         # runs, and a pass run to its end moves the epoch on (which drops it)
         start = self._cursor.begin(self._batch_count(pass_rows), hold=True)
@@ -147,11 +149,9 @@ class BatchSource:
             state = self._cursor.state_dict(**self._identity())
             consumed = self._cursor.consumed
         else:  # between passes: where the next one will start (a pending resume, else batch 0 of its epoch)
-            epoch, start = self._cursor._resume or (self._cursor.epoch, 0)
-            state, consumed = (
-                {"epoch": epoch, "yielded": start, **self._identity()},
-                self._cursor.next_done[0],
-            )
+            epoch, start = self._cursor.pending or (self._cursor.epoch, 0)
+            state = {"epoch": epoch, "yielded": start, **self._identity()}
+            consumed = self._cursor.next_done[0]
         # a pass that continues an epoch begun at another layout (resume_from) says where it began
         return {**state, "consumed": consumed} if consumed else state
 
@@ -159,23 +159,16 @@ class BatchSource:
         """Continue the saved epoch after its last yielded batch on the next pass — or, for an epoch saved
         complete, start the one after it."""
         state = dict(state) if isinstance(state, dict) else state
-        consumed = state.pop("consumed", 0) if isinstance(state, dict) else 0
-        n = len(self.data)
-        if (
-            not isinstance(consumed, (int, np.integer))
-            or isinstance(consumed, bool)
-            or not 0 <= consumed <= n
-        ):
-            raise InvalidArgumentError(
-                f"cannot resume: saved state has consumed={consumed!r}; expected an integer in [0, {n}]"
-            )
-        length = self._batch_count(len(range(int(consumed) + self.first, n, self.step)))
+        consumed = check_count(
+            "consumed", state.pop("consumed", 0) if isinstance(state, dict) else 0, len(self.data)
+        )
+        length = self._batch_count(self._rows_after(consumed))
         epoch, yielded = check_state(state, length, self._identity())
         if yielded >= length:
             self._cursor.set_epoch(epoch + 1)  # a fresh next epoch
             self._cursor.resume_at(epoch + 1, 0)
             return
-        self._cursor.resume_at(epoch, yielded, int(consumed))
+        self._cursor.resume_at(epoch, yielded, consumed)
 
     def resume_at(self, epoch: int, batches_done: int) -> None:
         """Start the next pass at batch ``batches_done`` of epoch ``epoch`` (what a training loop that
@@ -191,17 +184,13 @@ class BatchSource:
         records of the pass are done (all of it, near its end). ``batches_done`` counts the batches of the
         current pass: after :meth:`resume_from`, from the resumed pass's first batch; otherwise from the
         epoch's. Save the point with your checkpoint."""
-        if (
-            not isinstance(batches_done, (int, np.integer))
-            or isinstance(batches_done, bool)
-            or batches_done < 0
-        ):
+        if not is_int(batches_done) or batches_done < 0:
             raise InvalidArgumentError(f"batches_done must be a non-negative integer, got {batches_done!r}")
         cursor = self._cursor
         if self._begun:  # the latest pass MindSpore began (it may have read it to its end already)
             epoch, consumed = cursor.pass_epoch, cursor.consumed
         else:  # none yet: the pass the next iteration will make
-            epoch, consumed = (cursor._resume or (cursor.epoch, 0))[0], cursor.next_done[0]
+            epoch, consumed = (cursor.pending or (cursor.epoch, 0))[0], cursor.next_done[0]
         n = len(self.data)
         done = consumed + min(int(batches_done) * self.batch_size * self.step, n - consumed)
         return {"epoch": epoch, "records_done": done, **self._order_identity()}
@@ -217,7 +206,7 @@ class BatchSource:
         done = saved.pop("records_done", None)
         n = len(self.data)
         epoch, _ = check_state(saved, 0, self._order_identity())
-        if not isinstance(done, (int, np.integer)) or isinstance(done, bool) or not 0 <= done <= n:
+        if not is_int(done) or not 0 <= done <= n:
             raise InvalidArgumentError(
                 f"cannot resume: the point has records_done={done!r}; expected an integer in [0, {n}]"
             )

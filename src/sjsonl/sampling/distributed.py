@@ -166,6 +166,11 @@ class Cursor:
         self._held: tuple[int, int] | None = None  # a resume kept for a re-made iterator (begin(hold=True))
 
     @property
+    def pending(self) -> tuple[int, int] | None:
+        """``(epoch, start)`` of a resume the next pass will make, if one is pending."""
+        return self._resume
+
+    @property
     def next_done(self) -> tuple[int, tuple[int, ...]]:
         """``(consumed, skipped)`` of the next pass: nonempty only when it continues an epoch begun in
         another layout."""
@@ -217,14 +222,41 @@ class Cursor:
             self.resume_at(self.epoch, length)
 
 
-def _is_int(value: Any) -> bool:
-    # bool is an int to Python, not here; numpy integers (what arithmetic on numpy values gives) are
+def is_int(value: Any) -> bool:
+    """An integer as a saved state may hold one: ``bool`` is not (it is to Python), numpy integers (what
+    arithmetic on numpy values gives) are.
+
+    Example:
+        >>> is_int(3), is_int(np.int64(3)), is_int(True), is_int(3.0)
+        (True, True, False, False)
+    """
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, np.integer)
 
 
 def _bad_value(key: str, got: Any, expected: str) -> InvalidArgumentError:
-    what = f"{got}, outside the range" if _is_int(got) else f"{got!r} ({type(got).__name__})"
+    what = f"{got}, outside the range" if is_int(got) else f"{got!r} ({type(got).__name__})"
     return InvalidArgumentError(f"cannot resume: saved state has {key}={what}; expected {expected}")
+
+
+def check_count(key: str, value: Any, upper: int | None = None, lower: int = 0) -> int:
+    """``value`` of a saved state's ``key`` as an integer in ``[lower, upper]`` (no ``upper``: any from
+    ``lower`` on), or a one-line :class:`~sjsonl.errors.InvalidArgumentError` naming the key.
+
+    Example:
+        >>> check_count("rank", 2, upper=3)
+        2
+        >>> check_count("num_replicas", 0, lower=1)
+        Traceback (most recent call last):
+        ...
+        sjsonl.errors.InvalidArgumentError: cannot resume: saved state has num_replicas=0, outside ...
+    """
+    if not is_int(value) or value < lower or (upper is not None and value > upper):
+        if upper is not None:
+            expected = f"an integer in [{lower}, {upper}]"
+        else:
+            expected = "a positive integer" if lower == 1 else "a non-negative integer"
+        raise _bad_value(key, value, expected)
+    return int(value)
 
 
 def check_state(state: Any, length: int, identity: dict[str, Any]) -> tuple[int, int]:
@@ -260,15 +292,11 @@ def check_state(state: Any, length: int, identity: dict[str, Any]) -> tuple[int,
     for key, want in identity.items():
         got = state[key]
         same_kind = (
-            isinstance(got, (bool, np.bool_)) if isinstance(want, bool) else not _is_int(want) or _is_int(got)
+            isinstance(got, (bool, np.bool_)) if isinstance(want, bool) else not is_int(want) or is_int(got)
         )
         if not same_kind or got != want:
             raise InvalidArgumentError(
                 f"cannot resume: saved state has {key}={got!r} but this object has {key}={want!r}"
             )
     epoch, yielded = state["epoch"], state["yielded"]
-    if not _is_int(epoch) or epoch < 0:
-        raise _bad_value("epoch", epoch, "a non-negative integer")
-    if not _is_int(yielded) or not 0 <= yielded <= length:
-        raise _bad_value("yielded", yielded, f"an integer in [0, {length}]")
-    return int(epoch), int(yielded)
+    return check_count("epoch", epoch), check_count("yielded", yielded, upper=length)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .distributed import _bad_value, _is_int, check_state, per_rank
+from .distributed import check_count, check_state, is_int, per_rank
 from .maps import IdentityMap, IndexMap, RangeMap, SkipMap
 
 LAYOUT_KEYS = ("num_replicas", "rank", "drop_last")
@@ -91,11 +91,9 @@ def taken_after(
 
 def _saved_done(saved: dict[str, Any], n: int) -> tuple[int, tuple[int, ...]]:
     """The ``consumed`` and ``skipped`` a state holds (states from before elastic resume have neither)."""
-    consumed = saved.pop("consumed", 0)
-    if not _is_int(consumed) or not 0 <= consumed <= n:
-        raise _bad_value("consumed", consumed, f"an integer in [0, {n}]")
+    consumed = check_count("consumed", saved.pop("consumed", 0), upper=n)
     skipped = saved.pop("skipped", [])
-    ok = isinstance(skipped, (list, tuple)) and all(_is_int(x) and consumed < x < n for x in skipped)
+    ok = isinstance(skipped, (list, tuple)) and all(is_int(x) and consumed < x < n for x in skipped)
     if not ok or any(b <= a for a, b in pairwise(skipped)):
         raise InvalidArgumentError(
             f"cannot resume: saved state has skipped={skipped!r}; expected increasing integers in "
@@ -115,21 +113,17 @@ def _saved_layout(
             f"cannot resume: saved state has no {missing[0]!r} (expected the keys {', '.join(expected)})"
         )
     replicas, rank, drop_last = (state[k] for k in LAYOUT_KEYS)
-    if not _is_int(replicas) or replicas < 1:
-        raise _bad_value("num_replicas", replicas, "a positive integer")
-    if not _is_int(rank) or not 0 <= rank < replicas:
-        raise _bad_value("rank", rank, f"an integer in [0, {replicas - 1}]")
+    replicas = check_count("num_replicas", replicas, lower=1)
+    rank = check_count("rank", rank, upper=replicas - 1)
     if not isinstance(drop_last, (bool, np.bool_)):
         raise InvalidArgumentError(
             f"cannot resume: saved state has drop_last={drop_last!r} ({type(drop_last).__name__}); "
             "expected True or False"
         )
     workers, worker = (state[k] for k in WORKER_KEYS) if worker_keys else (1, 0)
-    if not _is_int(workers) or workers < 1:
-        raise _bad_value("num_workers", workers, "a positive integer")
-    if not _is_int(worker) or not 0 <= worker < workers:
-        raise _bad_value("worker", worker, f"an integer in [0, {workers - 1}]")
-    return int(replicas), int(rank), bool(drop_last), int(workers), int(worker)
+    workers = check_count("num_workers", workers, lower=1)
+    worker = check_count("worker", worker, upper=workers - 1)
+    return replicas, rank, bool(drop_last), workers, worker
 
 
 def _checked(
@@ -139,9 +133,7 @@ def _checked(
     if not isinstance(state, dict):
         raise InvalidArgumentError(f"cannot resume: a saved state is a dict, not {type(state).__name__}")
     saved = dict(state)
-    if not _is_int(dataset.get("n")) or dataset["n"] < 0:
-        raise _bad_value("n", dataset.get("n"), "a record count")
-    n = int(dataset["n"])
+    n = check_count("n", dataset.get("n"))
     consumed, skipped = _saved_done(saved, n)
     layout = _saved_layout(saved, dataset, worker_keys)
     replicas, rank, drop_last, workers, worker = layout
