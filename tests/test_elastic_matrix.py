@@ -39,23 +39,35 @@ def _check(before: list[int], after: list[int], replicas: int, new_replicas: int
     assert sum(c - 1 for c in counts.values()) == padded_before + -left % new_replicas  # once, plus padding
 
 
-@pytest.mark.parametrize(("old", "new"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
-def test_iterable_dataset(old: tuple[int, int], new: tuple[int, int]) -> None:
+def _iterable_run(old: tuple[int, int], new: tuple[int, int], drop_last: bool) -> tuple[list[int], list[int]]:
+    """R ranks with W workers take STEPS batches each (in lockstep) and one rank's loader state, merged over
+    its workers, resumes R' ranks with W' workers: the records taken before the stop, and after."""
     (replicas, workers), (new_replicas, new_workers) = old, new
+
+    def dataset(replicas: int, rank: int) -> IterableDataset:
+        return IterableDataset(
+            list(range(N)), seed=SEED, num_replicas=replicas, rank=rank, drop_last=drop_last
+        )
+
     before, state = [], None
     for r in range(replicas):
-        ds = IterableDataset(list(range(N)), seed=SEED, num_replicas=replicas, rank=r)
-        loader = StatefulDataLoader(ds, batch_size=BATCH, num_workers=workers)
+        loader = StatefulDataLoader(dataset(replicas, r), batch_size=BATCH, num_workers=workers)
         it = iter(loader)
         before += [int(x) for _ in range(STEPS) for x in next(it)]
         state = iterable_state(loader.state_dict())  # any rank's: ranks move in lockstep
         del it, loader
     after = []
     for r in range(new_replicas):
-        ds = IterableDataset(list(range(N)), seed=SEED, num_replicas=new_replicas, rank=r)
+        ds = dataset(new_replicas, r)
         ds.load_state_dict(state)
         after += [int(x) for b in DataLoader(ds, batch_size=3, num_workers=new_workers) for x in b]
-    _check(before, after, replicas, new_replicas)
+    return before, after
+
+
+@pytest.mark.parametrize(("old", "new"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
+def test_iterable_dataset(old: tuple[int, int], new: tuple[int, int]) -> None:
+    before, after = _iterable_run(old, new, drop_last=False)
+    _check(before, after, old[0], new[0])
 
 
 @pytest.mark.parametrize(("old", "new"), SAMPLER_PAIRS, ids=[f"{a}->{b}" for a, b in SAMPLER_PAIRS])
@@ -87,20 +99,8 @@ def test_iterable_dataset_with_drop_last(old: tuple[int, int], new: tuple[int, i
     """With ``drop_last=True`` nothing repeats, and the only records never handed out are the fewer than
     R' the new layout cuts from the end of what was left (or, when the old pass had run to its end, the
     old layout's cut: that epoch is over)."""
-    (replicas, workers), (new_replicas, new_workers) = old, new
-    before, state = [], None
-    for r in range(replicas):
-        ds = IterableDataset(list(range(N)), seed=SEED, num_replicas=replicas, rank=r, drop_last=True)
-        loader = StatefulDataLoader(ds, batch_size=BATCH, num_workers=workers)
-        it = iter(loader)
-        before += [int(x) for _ in range(STEPS) for x in next(it)]
-        state = iterable_state(loader.state_dict())
-        del it, loader
-    after = []
-    for r in range(new_replicas):
-        ds = IterableDataset(list(range(N)), seed=SEED, num_replicas=new_replicas, rank=r, drop_last=True)
-        ds.load_state_dict(state)
-        after += [int(x) for b in DataLoader(ds, batch_size=3, num_workers=new_workers) for x in b]
+    (replicas, _), (new_replicas, _) = old, new
+    before, after = _iterable_run(old, new, drop_last=True)
     seen = before + after
     assert len(seen) == len(set(seen))  # nothing twice
     left = N - len(before)
