@@ -68,6 +68,7 @@ def rank_main(rank: int, rendezvous: str, path: str, out: str) -> None:
     dist.barrier()
     dist.destroy_process_group()
     Path(out).write_text(json.dumps(res))
+    os._exit(0)  # past gloo's teardown abort at interpreter exit (see examples/torch_ddp_mixture.py)
 
 
 def launch(path: Path, out_dir: Path) -> list[subprocess.Popen]:
