@@ -22,7 +22,7 @@ import orjson
 sys.path.insert(0, os.path.dirname(__file__))
 from common import DATA_DIR, REPEATS, bench_main, corpus, figure, median_seconds
 from sjsonl import JSONLDataset
-from sjsonl.decode import fast_loads
+from sjsonl.records.decode import fast_loads
 
 COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
 

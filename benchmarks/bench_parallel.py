@@ -1,4 +1,5 @@
-"""The schema pass and the bad-line pass: in this process vs sjsonl's process pool (``sjsonl.parallel``).
+"""The schema pass and the bad-line pass: in this process vs sjsonl's process pool
+(``sjsonl.runtime.parallel``).
 
 Each pass over the same file, same run: one process, then ``workers=2`` (this process and one worker
 process; the worker's start-up included: a pass pays it every time). What decides
@@ -19,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 from common import REPEATS, bench_main, figure, median_seconds
 from sjsonl import JSONLDataset
-from sjsonl.badlines import _chunk as _bad_chunk
-from sjsonl.parallel import ProcessPool
-from sjsonl.schema import _chunk_schema, map_record_chunks
+from sjsonl.records.badlines import _chunk as _bad_chunk
+from sjsonl.records.schema import _chunk_schema, map_record_chunks
+from sjsonl.runtime.parallel import ProcessPool
 
 COLUMNS = ["file", "records", "pass", "1 process s", "2 workers s", "speed-up", "worker start s"]
 

@@ -52,7 +52,10 @@ SUITES = {
         "The guarded memory map (the default read path) vs the raw mmap before",
     ),
     "versions": ("bench_versions", "Before and after “never a wrong record”: this checkout vs d36b2b4"),
-    "parallel": ("bench_parallel", "Schema and bad-line passes: one process vs workers=2 (sjsonl.parallel)"),
+    "parallel": (
+        "bench_parallel",
+        "Schema and bad-line passes: one process vs workers=2 (sjsonl.runtime.parallel)",
+    ),
 }
 
 #: Keys every results file has (``figures`` entries: value, unit, what, median_of; baseline optional).

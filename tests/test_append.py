@@ -137,7 +137,7 @@ def test_refresh_sees_appended_records_and_views_keep_theirs(tmp_path):
 
 
 def test_refresh_of_several_files_and_a_column_that_appears_late(tmp_path):
-    from sjsonl.schema import infer_schema
+    from sjsonl.records.schema import infer_schema
 
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_text(lines(0, 3), encoding="utf-8")

@@ -21,14 +21,14 @@ import numpy as np
 import pytest
 
 from sjsonl import JSONLDataset
-from sjsonl.badlines import badlines_path
 from sjsonl.errors import IndexFileError, StaleIndexError
 from sjsonl.index import store
 from sjsonl.index.store import read_index
-from sjsonl.schema import infer_schema, schema_cache_path
-from sjsonl.sidecar import ArtifactWarning, encode_sidecar
+from sjsonl.records.badlines import badlines_path
+from sjsonl.records.schema import infer_schema, schema_cache_path
 from sjsonl.storage import compressed, gzip_build
 from sjsonl.storage.seekpoints import _GZIDX, _POINT, seek_key
+from sjsonl.storage.sidecar import ArtifactWarning, encode_sidecar
 
 pytestmark = pytest.mark.slow
 

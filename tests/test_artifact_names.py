@@ -1,6 +1,6 @@
 """Data files named like sjsonl's artifacts are data; sjsonl's own artifacts are skipped — told apart by
 their bytes, never by their names (``sjsonl.index.store.is_index_artifact``, used by folder and glob
-loading in ``sjsonl.data_files``)."""
+loading in ``sjsonl.hf.data_files``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from sjsonl import JSONLDataset, load_dataset
-from sjsonl.badlines import badlines_path
-from sjsonl.data_files import resolve_data_files
+from sjsonl.hf.data_files import resolve_data_files
 from sjsonl.index.store import is_index_artifact
-from sjsonl.schema import infer_schema, schema_cache_path
+from sjsonl.records.badlines import badlines_path
+from sjsonl.records.schema import infer_schema, schema_cache_path
 
 #: real data files whose names look like artifacts
 LOOKALIKES = [

@@ -15,11 +15,12 @@ import orjson
 import pytest
 
 from sjsonl import JSONLDataset
-from sjsonl.badlines import BADLINES_MAGIC, CACHE_VERSION, badlines_path
 from sjsonl.index import store
-from sjsonl.schema import CACHE_VERSION as SCHEMA_VERSION
-from sjsonl.schema import SCHEMA_MAGIC, infer_schema, schema_cache_path
-from sjsonl.sidecar import (
+from sjsonl.records.badlines import BADLINES_MAGIC, CACHE_VERSION, badlines_path
+from sjsonl.records.schema import CACHE_VERSION as SCHEMA_VERSION
+from sjsonl.records.schema import SCHEMA_MAGIC, infer_schema, schema_cache_path
+from sjsonl.storage import seekpoints
+from sjsonl.storage.sidecar import (
     ARTIFACT_MAGICS,
     INDEX_TRAILER_MAGIC,
     ArtifactWarning,
@@ -27,7 +28,6 @@ from sjsonl.sidecar import (
     read_sidecar,
     write_sidecar,
 )
-from sjsonl.storage import seekpoints
 
 LINES = [b'{"i": 0, "f": 0.5, "s": "a"}', b"{oops", b'{"i": 2, "f": 1.5, "s": "b"}', b'{"i": 3, "f": 2.0}']
 GOOD = [json.loads(line) for line in LINES if line != b"{oops"]

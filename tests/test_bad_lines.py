@@ -15,8 +15,8 @@ import pytest
 
 import sjsonl
 from sjsonl import JSONLDataset, RecordDecodeError
-from sjsonl.badlines import BADLINES_MAGIC, BadLineWarning, badlines_path, find_bad_lines
-from sjsonl.sidecar import index_key, read_sidecar
+from sjsonl.records.badlines import BADLINES_MAGIC, BadLineWarning, badlines_path, find_bad_lines
+from sjsonl.storage.sidecar import index_key, read_sidecar
 
 BAD = [b"{oops", b'{"a": nan}', b'{"t": "\xff"}', b"[1, 2", b'{"a": 1} trailing', b"tru"]
 
@@ -81,12 +81,12 @@ def test_the_index_remembers_the_bad_lines(tmp_path, monkeypatch):
     ds = JSONLDataset(path, on_bad_lines="skip")
     side = badlines_path(ds.index_paths[0])
     assert os.path.exists(side)
-    key = {**index_key(ds._files[0], sjsonl.badlines.CACHE_VERSION, skipped=False), "allow_nan": True}
+    key = {**index_key(ds._files[0], sjsonl.records.badlines.CACHE_VERSION, skipped=False), "allow_nan": True}
     saved = read_sidecar(side, BADLINES_MAGIC, key)
     m, k = struct.unpack_from("<QQ", saved)
     assert (m, k) == (3, 3) and np.frombuffer(saved, "<i8", m + k, 16)[m:].tolist() == bad_lines
     # a second open reads it: no second parse of the file
-    monkeypatch.setattr(sjsonl.badlines, "scan_file", lambda *a, **k: pytest.fail("parsed again"))
+    monkeypatch.setattr(sjsonl.records.badlines, "scan_file", lambda *a, **k: pytest.fail("parsed again"))
     again = JSONLDataset(path, on_bad_lines="skip")
     assert [b.line for b in again.bad_lines] == bad_lines and again[:] == good
     monkeypatch.undo()
@@ -127,7 +127,7 @@ def test_pickled_skip_dataset_reads_the_same(tmp_path):
 
 
 def test_streams_skip_or_warn_too(tmp_path):
-    from sjsonl.streaming import JSONLStream
+    from sjsonl.data.streaming import JSONLStream
 
     path, good, bad_lines = corpus(tmp_path)
     assert list(JSONLStream(str(path), on_bad_lines="skip")) == good
@@ -161,7 +161,7 @@ def test_columns_and_features_skip_the_bad_lines_too(tmp_path):
 
 
 def test_line_numbers_beyond_the_kept_ones_are_counted_when_asked(tmp_path, monkeypatch):
-    monkeypatch.setattr(sjsonl.badlines, "MAX_REPORTED", 1)
+    monkeypatch.setattr(sjsonl.records.badlines, "MAX_REPORTED", 1)
     path, _, bad_lines = corpus(tmp_path, n=50, n_bad=3, blank_every=4)
     JSONLDataset(path, on_bad_lines="skip")
     again = JSONLDataset(path, on_bad_lines="skip")  # read back from the sidecar: one line number kept
@@ -186,7 +186,9 @@ def test_many_bad_lines_cost_eight_bytes_each(tmp_path):
         assert peak < 40 * n_bad, (opening, peak / n_bad)
     records = ds.bad_lines.records()
     assert records.dtype == np.int64 and records.nbytes == 8 * n_bad
-    assert len(ds.bad_lines._parts[0].lines) == sjsonl.badlines.MAX_REPORTED  # line numbers kept: the first
+    assert (
+        len(ds.bad_lines._parts[0].lines) == sjsonl.records.badlines.MAX_REPORTED
+    )  # line numbers kept: the first
     assert os.path.getsize(badlines_path(ds.index_paths[0])) == 64 + 16 + 8 * (n_bad + 10_000)
     last = ds.bad_lines[-1]  # counted on demand
     assert (last.line, last.record, last.excerpt) == (2 * n_bad, 2 * n_bad - 1, repr(f"{{oops {n_bad - 1}"))

@@ -1,4 +1,4 @@
-"""``sjsonl filter`` and its safe expression language (:mod:`sjsonl.expr`)."""
+"""``sjsonl filter`` and its safe expression language (:mod:`sjsonl.cli.expr`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sjsonl.expr import ExprError, compile_expr
+from sjsonl.cli.expr import ExprError, compile_expr
 from sjsonl.index.store import is_index_artifact
 
 from .test_cli import cli

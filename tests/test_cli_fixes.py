@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from sjsonl.cli import EXIT_SIGPIPE, build_parser, clean, human_bytes, plural
+from sjsonl.cli.main import EXIT_SIGPIPE, build_parser, clean, human_bytes, plural
 
 from .test_cli import SCRIPT, cli
 

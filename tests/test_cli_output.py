@@ -1,5 +1,5 @@
 """The files the command line writes (``filter -o``, ``stats --plot``, ``demo --dir``): never an input or one
-of its index files, never an existing file without ``--force``, always whole (:mod:`sjsonl.cli_output`);
+of its index files, never an existing file without ``--force``, always whole (:mod:`sjsonl.cli.output`);
 and ``filter`` writes valid JSON Lines, whatever its input's layout."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import zipfile
 
 import pytest
 
-import sjsonl.expr
+import sjsonl.cli.expr
 from sjsonl import JSONLDataset
 from sjsonl.cli import main
-from sjsonl.index.atomic import atomic_output
+from sjsonl.storage.atomic import atomic_output
 
 from .test_cli import SCRIPT, cli
 
@@ -224,7 +224,7 @@ def test_ctrl_c_while_filtering_leaves_the_old_output(tmp_path, monkeypatch, cap
             raise KeyboardInterrupt
         return True
 
-    monkeypatch.setattr(sjsonl.expr, "compile_expr", lambda expr: interrupted)
+    monkeypatch.setattr(sjsonl.cli.expr, "compile_expr", lambda expr: interrupted)
     assert main(["filter", str(data), "True", "-o", str(out_path), "--force"]) == 130
     assert out_path.read_text() == "old\n" and _leftovers(tmp_path) == []
 

@@ -17,8 +17,8 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 from sjsonl import JSONLDataset, build_indexes
-from sjsonl.corpus_index import IndexBuildError, IndexReport, index_files
-from sjsonl.executors import parse_executor
+from sjsonl.cli.executors import parse_executor
+from sjsonl.data.corpus import IndexBuildError, IndexReport, index_files
 
 N_FILES = 24
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sjsonl import JSONLDataset, RecordDecodeError
-from sjsonl.streaming import JSONLStream
+from sjsonl.data.streaming import JSONLStream
 
 from ._reference_order import reference_order
 

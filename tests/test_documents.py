@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from sjsonl import JSONLDataset, RecordDecodeError, load_dataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.errors import StaleDataError
 from sjsonl.index.elements import DocumentError, array_end, element_bytes, iter_elements, scan_elements
 from sjsonl.sample import write_corpus
-from sjsonl.streaming import JSONLStream
 
 from ._storage_checks import check_every_access_path, check_fork_safety, source_records
 
@@ -174,7 +174,7 @@ def test_a_replaced_document_is_stale_in_a_pickled_copy(tmp_path: Path) -> None:
 def test_the_seed_indexer_indexes_a_document_by_element(tmp_path: Path) -> None:
     """JSONLIndexer and JSONLDataset share one rule: the index one writes is the index the other uses."""
     from sjsonl import JSONLIndexer
-    from sjsonl.indexer import InvalidRecordsError
+    from sjsonl.data.indexer import InvalidRecordsError
 
     doc = _write(tmp_path / "d.json", b'[{"a": 1},\n {"a": 2}\n]\n')
     indexer = JSONLIndexer(doc, check=True)

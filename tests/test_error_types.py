@@ -13,7 +13,6 @@ import torch
 
 import sjsonl.errors as errors_mod
 from sjsonl import JSONLDataset, load_dataset
-from sjsonl.conform import FeaturesMismatchError
 from sjsonl.errors import (
     ColumnNotFoundError,
     DataFileError,
@@ -25,7 +24,8 @@ from sjsonl.errors import (
     UnsupportedArgumentError,
 )
 from sjsonl.mindspore.columns import SchemaMismatchError
-from sjsonl.schema import schema_of_records
+from sjsonl.records.conform import FeaturesMismatchError
+from sjsonl.records.schema import schema_of_records
 from sjsonl.storage.base import data_file_error
 from tests.conftest import run_unprivileged
 

@@ -1,5 +1,5 @@
 """The filter language never crashes: every expression either compiles and then runs on any record
-without a Python exception, or is refused when compiled with :class:`~sjsonl.expr.ExprError` (exit 2 and
+without a Python exception, or is refused when compiled with :class:`~sjsonl.cli.expr.ExprError` (exit 2 and
 one error line in the CLI). Expressions are drawn from the language's grammar (and beyond it) by
 hypothesis; records are any JSON values, deep ones included."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sjsonl.expr import MAX_DEPTH, STRING_METHODS, ExprError, compile_expr
+from sjsonl.cli.expr import MAX_DEPTH, STRING_METHODS, ExprError, compile_expr
 
 from .test_cli import cli
 

@@ -13,7 +13,7 @@ import pytest
 
 import sjsonl
 from sjsonl import JSONLDataset, RecordDecodeError, RecordFieldError
-from sjsonl.fields import FieldProjection
+from sjsonl.records.fields import FieldProjection
 
 RECORDS = [
     {"id": 1, "meta": {"lang": "en", "url": "u1", "deep": {"x": 1, "y": [1, 2]}}, "text": "a"},

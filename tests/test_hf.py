@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.hf import hf_kind, to_hf
 from sjsonl.mindspore import load_dataset, make_schema, to_generator_dataset
-from sjsonl.streaming import JSONLStream
 
 
 def _rows(gd) -> list[dict]:

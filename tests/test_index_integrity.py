@@ -17,7 +17,7 @@ import pytest
 
 from sjsonl import IndexFileError, JSONLDataset, JSONLIndexer
 from sjsonl.index.store import FORMAT_VERSION, TRAILER_MAGIC, meta_of, read_index, write_index
-from sjsonl.index.trust import UntrustedIndexPlaceWarning
+from sjsonl.storage.trust import UntrustedIndexPlaceWarning
 
 from .conftest import run_unprivileged
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from sjsonl import JSONLDataset
-from sjsonl.badlines import badlines_path
 from sjsonl.index.packed import packed_index_path
 from sjsonl.index.store import (
     _NAME_ROOM,
@@ -26,7 +25,8 @@ from sjsonl.index.store import (
     default_index_path,
     seek_state_path,
 )
-from sjsonl.schema import infer_schema, schema_cache_path
+from sjsonl.records.badlines import badlines_path
+from sjsonl.records.schema import infer_schema, schema_cache_path
 
 ROWS = b'{"a": 1}\n{oops\n{"a": 3}\n'
 

@@ -23,12 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sjsonl.streaming
+import sjsonl.data.streaming
 from sjsonl import JSONLDataset, RecordDecodeError, load_dataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.errors import RecordFieldError
 from sjsonl.index.elements import DocumentError, element_bytes, iter_elements, scan_elements
-from sjsonl.schema import infer_schema
-from sjsonl.streaming import JSONLStream
+from sjsonl.records.schema import infer_schema
 
 from .test_decoder_agreement import big_ints, same
 
@@ -336,7 +336,9 @@ def test_an_index_made_for_the_first_occurrence_is_built_again(tmp_path: Path) -
 def test_a_stream_never_mixes_two_occurrences(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "squad.json"
     _twice(path)
-    monkeypatch.setattr(sjsonl.streaming, "_CHUNK_BYTES", 64)  # the first list is streamed before the second
+    monkeypatch.setattr(
+        sjsonl.data.streaming, "_CHUNK_BYTES", 64
+    )  # the first list is streamed before the second
     rows = []
     with pytest.raises(DocumentError, match="more than once"):
         for row in JSONLStream(path, field="data"):

@@ -9,8 +9,8 @@ import pytest
 
 import sjsonl
 from sjsonl import JSONLDataset
-from sjsonl.loading import is_jsonl_source, load_dataset, resolve_data_files
-from sjsonl.streaming import JSONLStream
+from sjsonl.data.streaming import JSONLStream
+from sjsonl.hf.load import is_jsonl_source, load_dataset, resolve_data_files
 
 
 def _write(path: Path, n: int, start: int = 0) -> Path:

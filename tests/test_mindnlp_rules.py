@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.mindspore import load_dataset
-from sjsonl.streaming import JSONLStream
 
 
 @pytest.fixture(scope="module")

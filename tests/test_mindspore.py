@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.errors import MissingDependencyError
 from sjsonl.mindspore import load_dataset, make_schema, make_source, to_generator_dataset
 from sjsonl.mindspore.adapters import _distributed_defaults
-from sjsonl.streaming import JSONLStream
 
 PAIRS = {  # train file, test file (under shared/data/jsonl)
     "llama_factory chat": ("llama_factory/v1_sft_demo.jsonl", "llama_factory/reason_tool_use_demo_50.jsonl"),

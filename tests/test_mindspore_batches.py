@@ -94,7 +94,7 @@ def test_load_dataset_passes_batch_size_and_streams_are_refused(ds):
     first = next(gd.create_dict_iterator(output_numpy=True, num_epochs=1))
     assert first["id"].tolist() == list(range(16))
     with pytest.raises(ValueError, match="random-access"):
-        to_generator_dataset(sjsonl.streaming.JSONLStream(ds.files[0]), batch_size=4)
+        to_generator_dataset(sjsonl.data.streaming.JSONLStream(ds.files[0]), batch_size=4)
 
 
 def test_unseeded_shards_are_still_disjoint(ds):

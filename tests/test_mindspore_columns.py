@@ -134,7 +134,7 @@ def test_schema_select_equality_and_pickling() -> None:
 
 def test_importing_sjsonl_and_its_adapters_imports_no_framework() -> None:
     code = (
-        "import sys, sjsonl, sjsonl.loading, sjsonl.streaming, sjsonl.hf, sjsonl.mindspore; "
+        "import sys, sjsonl, sjsonl.hf.load, sjsonl.data.streaming, sjsonl.hf, sjsonl.mindspore; "
         "print(sorted({'mindspore', 'datasets', 'torch'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

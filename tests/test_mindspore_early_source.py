@@ -11,10 +11,10 @@ import threading
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.errors import StaleDataError
 from sjsonl.mindspore import make_schema
 from sjsonl.mindspore.early import EarlySource, EarlyStart
-from sjsonl.streaming import JSONLStream
 
 N = 257
 

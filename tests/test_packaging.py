@@ -62,9 +62,9 @@ print(json.dumps({
 
 
 def source_version() -> str:
-    """``__version__`` as written in this checkout's ``src/sjsonl/__init__.py``."""
-    found = re.search(r'^__version__ = "([^"]+)"$', (REPO / "src/sjsonl/__init__.py").read_text(), re.M)
-    assert found, "no __version__ literal in src/sjsonl/__init__.py"
+    """``__version__`` as written in this checkout's ``src/sjsonl/_version.py``."""
+    found = re.search(r'^__version__ = "([^"]+)"$', (REPO / "src/sjsonl/_version.py").read_text(), re.M)
+    assert found, "no __version__ literal in src/sjsonl/_version.py"
     return found.group(1)
 
 

@@ -1,4 +1,5 @@
-"""sjsonl.parallel: the process pool behind every internal parallel pass (see also test_user_scripts.py)."""
+"""sjsonl.runtime.parallel: the process pool behind every internal parallel pass (see also
+test_user_scripts.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sjsonl import JSONLDataset, parallel
-from sjsonl import schema as schema_mod
-from sjsonl.parallel import ProcessPool, ShippingError, WorkerError, dumps, map_in_order
+from sjsonl import JSONLDataset
+from sjsonl.records import schema as schema_mod
+from sjsonl.runtime import parallel
+from sjsonl.runtime.parallel import ProcessPool, ShippingError, WorkerError, dumps, map_in_order
 
 SCALE = 3
 

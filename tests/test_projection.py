@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from sjsonl import JSONLDataset, RecordDecodeError
-from sjsonl.fields import Projection
+from sjsonl.records.fields import Projection
 from sjsonl.sample import write_corpus
 
 

@@ -12,10 +12,10 @@ import pickle
 import numpy as np
 import pytest
 
-import sjsonl.readahead
+import sjsonl.data.readahead
 from sjsonl import JSONLDataset, StaleDataError
+from sjsonl.data.readahead import page_runs, readahead_of
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.readahead import page_runs, readahead_of
 
 from ._reference_order import reference_order
 
@@ -173,7 +173,7 @@ class _Log:
 @pytest.fixture
 def every_window_hinted(monkeypatch):
     """No back-off: a recorded hint is instant, which would read as 'already cached' and skip windows."""
-    monkeypatch.setattr(sjsonl.readahead, "_CACHED_SECONDS", 0.0)
+    monkeypatch.setattr(sjsonl.data.readahead, "_CACHED_SECONDS", 0.0)
 
 
 @pytest.mark.parametrize("window", [1, 7, 64])
@@ -246,7 +246,7 @@ def test_no_hints_without_readahead_or_after_readahead_0(tmp_path, monkeypatch, 
 def test_hints_back_off_while_the_data_is_cached(tmp_path, monkeypatch):
     """A window whose hints come back fast (cached pages) makes the next 1, 3, 7, … (at most 31) windows go
     unhinted."""
-    monkeypatch.setattr(sjsonl.readahead, "_CACHED_SECONDS", 1e9)  # every hint reads as cached
+    monkeypatch.setattr(sjsonl.data.readahead, "_CACHED_SECONDS", 1e9)  # every hint reads as cached
     path = _write(tmp_path / "d.jsonl", 2000)
     spans = _spans_of(path)
     order = reference_order(len(spans), seed=2)
@@ -268,7 +268,7 @@ def test_page_runs_merge_adjacent_and_overlapping_pages():
 def test_bad_arguments():
     with pytest.raises(InvalidArgumentError):
         JSONLDataset.readahead(None, -1)  # type: ignore[arg-type]
-    from sjsonl.readahead import with_readahead
+    from sjsonl.data.readahead import with_readahead
 
     with pytest.raises(InvalidArgumentError, match="JSONLDataset"):
         with_readahead(object(), 4)

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sjsonl.data.prefetch import Prefetcher
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.prefetch import Prefetcher
 
 
 def _prefetcher() -> Any:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from sjsonl import JSONLDataset
-from sjsonl import schema as schema_mod
-from sjsonl.index import atomic
-from sjsonl.schema import ColumnType, RecordSchema, infer_schema, schema_cache_path, schema_of_records
+from sjsonl.records import schema as schema_mod
+from sjsonl.records.schema import ColumnType, RecordSchema, infer_schema, schema_cache_path, schema_of_records
+from sjsonl.storage import atomic
 
 
 def _write(path: Path, rows: list) -> Path:

@@ -141,7 +141,7 @@ def test_rewritten_file_is_detected_and_reindexed(corpus) -> None:
 
 
 def test_xz_of_one_big_block_is_refused_with_a_recipe_and_still_streams(tmp_path: Path) -> None:
-    from sjsonl.streaming import JSONLStream
+    from sjsonl.data.streaming import JSONLStream
 
     line = b'{"pad": "' + b"x" * 1000 + b'"}\n'
     raw = line * (XZ_MAX_BLOCK // len(line) + 10)  # one block over the limit: what plain `xz` writes

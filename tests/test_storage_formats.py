@@ -17,8 +17,8 @@ import pytest
 import xxhash
 
 from sjsonl import DataFileError, JSONLDataset, load_dataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.storage.formats import sniff
-from sjsonl.streaming import JSONLStream
 
 ROWS = b'{"a": 1}\n{"a": 2}\n'
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sjsonl import DataFileError, JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError
-from sjsonl.indexer import InvalidRecordsError
+from sjsonl.data.indexer import InvalidRecordsError
 from sjsonl.sample import write_corpus
 from sjsonl.storage import compressed, open_storage
 from sjsonl.storage.compressed import GZIP_SPACING, GzipFile

@@ -131,8 +131,8 @@ def test_fork_and_pickle_safety(bucket, raw):
 
 def test_load_dataset_reads_urls_in_place(bucket, raw):
     """sjsonl.load_dataset (and the MindSpore loader on top of it) take URLs in data_files: no download."""
-    from sjsonl.loading import is_jsonl_source, load_dataset
-    from sjsonl.streaming import JSONLStream
+    from sjsonl.data.streaming import JSONLStream
+    from sjsonl.hf.load import is_jsonl_source, load_dataset
 
     url = bucket.put("splits/train.jsonl", raw)
     expected = [json.loads(line) for line in raw.splitlines()]

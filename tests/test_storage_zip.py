@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sjsonl import DataFileError, JSONLDataset, StaleDataError, StaleIndexError, load_dataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.sample import write_corpus
 from sjsonl.storage.zip import ZIP_SPACING, ZipMemberFile, zip_members
-from sjsonl.streaming import JSONLStream
 
 from ._storage_checks import check_every_access_path, check_fork_safety, source_records
 

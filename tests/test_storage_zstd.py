@@ -10,10 +10,10 @@ import pytest
 import pyzstd
 
 from sjsonl import DataFileError, JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError, load_dataset
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.sample import write_corpus
 from sjsonl.storage import open_storage
 from sjsonl.storage.compressed import SeekableZstdFile, to_seekable_zstd
-from sjsonl.streaming import JSONLStream
 
 from ._storage_checks import check_every_access_path, check_fork_safety, source_records
 from .test_storage_formats import NAMES, ROWS, check_refused

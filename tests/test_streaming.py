@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sjsonl import DataFileError, JSONLDataset, RecordDecodeError
-from sjsonl.streaming import JSONLStream
+from sjsonl.data.streaming import JSONLStream
 
 EDGE_FILES = [
     "jsonl/clue/fewclue_bustm_test_public.json",  # CRLF

@@ -1,4 +1,4 @@
-"""sjsonl.transforms.columns: column_names / features from the schema of all rows, ds["col"], remove and
+"""sjsonl.data.transforms.columns: column_names / features from the schema of all rows, ds["col"], remove and
 rename — compared with 🤗."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""sjsonl.transforms.filter: 🤗 filter's contract; a sub-index computed once, in processes, cached on disk."""
+"""sjsonl.data.transforms.filter: 🤗 filter's contract; a sub-index computed once, in processes, cached on
+disk."""
 
 from __future__ import annotations
 

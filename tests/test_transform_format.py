@@ -1,4 +1,4 @@
-"""sjsonl.transforms.format: with_format (numpy, torch) — compared with 🤗 (🤗's batch with_transform:
+"""sjsonl.data.transforms.format: with_format (numpy, torch) — compared with 🤗 (🤗's batch with_transform:
 tests/test_transform_map.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""sjsonl.transforms.map: 🤗 map's contract, lazily, and with_transform's batches — compared with 🤗 on
+"""sjsonl.data.transforms.map: 🤗 map's contract, lazily, and with_transform's batches — compared with 🤗 on
 the same file."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""sjsonl.transforms.splits and export: train_test_split (the rows 🤗 picks), DatasetDict, to_* and iter."""
+"""sjsonl.data.transforms.splits and export: train_test_split (the rows 🤗 picks), DatasetDict, to_* and
+iter."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_exports_like_hf(tmp_path):
 def test_load_dataset_returns_a_datasetdict(tmp_path):
     _, ds, _ = pair(tmp_path)
     dd = sjsonl.load_dataset("json", data_files={"train": ds.files[0], "test": ds.files[0]})
-    assert isinstance(dd, sjsonl.transforms.DatasetDict) and dd.num_rows == {"train": 40, "test": 40}
+    assert isinstance(dd, sjsonl.data.transforms.DatasetDict) and dd.num_rows == {"train": 40, "test": 40}
     assert dd.map(lambda r: {"x": 1}).remove_columns(["ids"]).column_names["test"] == [
         "id",
         "text",

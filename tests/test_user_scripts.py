@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from sjsonl import badlines, cli_stats, schema
+from sjsonl.cli import stats as cli_stats
+from sjsonl.records import badlines, schema
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 #: records in each test file: above the schema and bad-line thresholds (and several chunks of work)
@@ -148,7 +149,7 @@ def test_skipping_bad_lines(made, tmp_path: Path) -> None:
 def test_find_bad_lines(made, tmp_path: Path) -> None:
     path, expected = _copy(made, "dirty", tmp_path)
     out = run_script(tmp_path, f"""
-        from sjsonl.badlines import find_bad_lines
+        from sjsonl.records.badlines import find_bad_lines
         print(json.dumps({{"bad": [[b.line, b.offset] for b in find_bad_lines({path.name!r})]}}))
     """)  # fmt: skip
     assert out["bad"] == expected["bad"]
@@ -214,7 +215,7 @@ def test_processes_executor_from_a_script(made, tmp_path: Path) -> None:
     out = run_script(tmp_path, f"""
         import numpy as np
         import sjsonl
-        from sjsonl.executors import open_executor, parse_executor
+        from sjsonl.cli.executors import open_executor, parse_executor
         with open_executor(parse_executor("processes:2")) as pool:
             written = sjsonl.build_indexes([{a.name!r}, {b.name!r}], executor=pool)
         print(json.dumps({{"indexes": [len(np.load(p)) for p in written]}}))
@@ -227,7 +228,7 @@ def test_passes_inside_dataloader_workers(made, tmp_path: Path) -> None:
     files = [_copy(made, "dirty", tmp_path, f"w{k}.jsonl") for k in range(2)]
     out = run_script(tmp_path, f"""
         import sjsonl
-        from sjsonl.badlines import find_bad_lines
+        from sjsonl.records.badlines import find_bad_lines
         from torch.utils.data import DataLoader, Dataset, get_worker_info
 
         class Passes(Dataset):
@@ -255,7 +256,7 @@ def test_passes_inside_mindspore_workers(made, tmp_path: Path) -> None:
         import numpy as np
         import mindspore.dataset as msd
         import sjsonl
-        from sjsonl.badlines import find_bad_lines
+        from sjsonl.records.badlines import find_bad_lines
         HERE = os.getpid()
 
         class Passes:
@@ -296,7 +297,7 @@ def test_a_notebook_kernel(made, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     """)  # fmt: skip
     # a function defined in the notebook, run by the processes executor: it travels by value
     executor_cell = textwrap.dedent("""
-        from sjsonl.executors import open_executor, parse_executor
+        from sjsonl.cli.executors import open_executor, parse_executor
         def triple(x):
             return 3 * x
         with open_executor(parse_executor("processes:2")) as pool:

@@ -17,15 +17,20 @@ Example:
     (2, {'text': 'world'})
 
 Layers (each knows only the one below): :mod:`sjsonl.storage` → :mod:`sjsonl.index` →
-:mod:`sjsonl.decode` → :mod:`sjsonl.dataset` → :mod:`sjsonl.sampling` → adapters → :mod:`sjsonl.cli`.
-Views (:mod:`sjsonl.views`), mixtures (:mod:`sjsonl.mixture`), batches (:mod:`sjsonl.batching`) and
-background prefetch (:mod:`sjsonl.prefetch`) work on any of the datasets.
+:mod:`sjsonl.records.decode` → :mod:`sjsonl.data.dataset` → :mod:`sjsonl.sampling` → adapters →
+:mod:`sjsonl.cli.main`. Views (:mod:`sjsonl.data.views`), mixtures (:mod:`sjsonl.data.mixture`), batches
+(:mod:`sjsonl.data.batching`) and background prefetch (:mod:`sjsonl.data.prefetch`) work on any of the
+datasets.
 """
 
-from .batching import BatchedDataset
-from .corpus_index import build_indexes
-from .dataset import JSONLDataset
-from .errors import (
+from sjsonl._version import __version__
+from sjsonl.data.batching import BatchedDataset
+from sjsonl.data.corpus import build_indexes
+from sjsonl.data.dataset import JSONLDataset
+from sjsonl.data.indexer import JSONLIndexer
+from sjsonl.data.mixture import MixtureDataset, concatenate_datasets, interleave_datasets
+from sjsonl.data.prefetch import Prefetcher
+from sjsonl.errors import (
     ArtifactWarning,
     BadLineWarning,
     ColumnNotFoundError,
@@ -50,13 +55,7 @@ from .errors import (
     StaleIndexError,
     UntrustedIndexPlaceWarning,
 )
-from .indexer import JSONLIndexer
-from .loading import load_dataset
-from .mixture import MixtureDataset, concatenate_datasets, interleave_datasets
-from .prefetch import Prefetcher
-
-#: The one place the version is written (pyproject.toml reads it when building; `sjsonl --version`).
-__version__ = "0.1.0"
+from sjsonl.hf.load import load_dataset
 
 __all__ = [
     "ArtifactWarning",

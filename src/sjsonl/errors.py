@@ -124,7 +124,7 @@ class ColumnNotFoundError(SJSONLError, KeyError):
     """A column that the data do not have.
 
     Example:
-        >>> from sjsonl.schema import schema_of_records
+        >>> from sjsonl.records.schema import schema_of_records
         >>> try:
         ...     schema_of_records([{"a": 1}])["b"]
         ... except KeyError as exc:
@@ -389,7 +389,7 @@ class FeaturesMismatchError(SJSONLError, ValueError):
     """A record has a key the given ``features`` do not list (🤗 refuses such data too).
 
     Example:
-        >>> from sjsonl.conform import conform_rows
+        >>> from sjsonl.records.conform import conform_rows
         >>> try:
         ...     conform_rows(features={"a": None})({"a": 1, "b": 2})
         ... except ValueError as exc:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import numpy as np
 import orjson
 
-from .errors import InvalidArgumentError
+from sjsonl.errors import InvalidArgumentError
 
 _WORDS = [
     "the",

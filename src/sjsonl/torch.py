@@ -29,7 +29,7 @@ import numbers
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .errors import InvalidArgumentError, require
+from sjsonl.errors import InvalidArgumentError, require
 
 require("torch", "torch")  # raises MissingDependencyError naming the extra when torch is absent
 
@@ -39,10 +39,10 @@ import torch.distributed as dist  # noqa: E402
 import torch.utils.data  # noqa: E402
 from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler  # noqa: E402
 
-from .dataset import JSONLDataset  # noqa: E402
-from .sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
-from .sampling.elastic import carry_over, merge_worker_states, remaining, taken_after  # noqa: E402
-from .sampling.permutation import Permutation  # noqa: E402
+from sjsonl.data.dataset import JSONLDataset  # noqa: E402
+from sjsonl.sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
+from sjsonl.sampling.elastic import carry_over, merge_worker_states, remaining, taken_after  # noqa: E402
+from sjsonl.sampling.permutation import Permutation  # noqa: E402
 
 __all__ = ["DistributedSampler", "IterableDataset", "collate_records", "iterable_state", "sampler_state"]
 

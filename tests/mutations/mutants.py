@@ -21,7 +21,7 @@ MUTANTS = [
     Mutant(
         "readahead-noop",
         "read-ahead hints nothing",
-        "src/sjsonl/readahead.py",
+        "src/sjsonl/data/readahead.py",
         "        if not self.on:\n            return\n",
         "        if True:\n            return\n",
         ("tests/test_readahead.py",),
@@ -29,7 +29,7 @@ MUTANTS = [
     Mutant(
         "readahead-current-window",
         "read-ahead hints the window being read instead of the next one",
-        "src/sjsonl/readahead.py",
+        "src/sjsonl/data/readahead.py",
         "            hint(local, s[nxt : nxt + window], e[nxt : nxt + window])",
         "            hint(local, s[lo:nxt], e[lo:nxt])",
         ("tests/test_readahead.py",),
@@ -77,7 +77,7 @@ MUTANTS = [
     Mutant(
         "fill-missing-ignored",
         "load_dataset(fill_missing=True) returns records without the missing columns",
-        "src/sjsonl/loading.py",
+        "src/sjsonl/hf/load.py",
         "        elif fill_missing:",
         "        elif False:",
         ("tests/test_hf_differential.py", "-k", "missing and keys"),
@@ -85,7 +85,7 @@ MUTANTS = [
     Mutant(
         "decode-loses-big-ints",
         "the record decoder turns integers beyond 64 bits into floats (orjson)",
-        "src/sjsonl/decode.py",
+        "src/sjsonl/records/decode.py",
         "fast_loads = msgspec.json.Decoder().decode",
         'fast_loads = __import__("orjson").loads',
         ("tests/test_decoder_agreement.py",),
@@ -133,7 +133,7 @@ MUTANTS = [
     Mutant(
         "read-only-place-rule-off",
         "a directory without write bits gets an index anyway when root can write it",
-        "src/sjsonl/index/trust.py",
+        "src/sjsonl/storage/trust.py",
         '    if not st.st_mode & 0o222:\n        return f"{directory} is read-only',
         '    if False:\n        return f"{directory} is read-only',
         ("tests/test_index_write_failures.py", "tests/test_index_files.py"),
@@ -142,7 +142,7 @@ MUTANTS = [
     Mutant(
         "bad-line-skip-off-by-one",
         'on_bad_lines="skip" leaves out the record after each bad one',
-        "src/sjsonl/badlines.py",
+        "src/sjsonl/records/badlines.py",
         "        bad = [a + k for k in range(b - a) if _is_bad(",
         "        bad = [a + k + 1 for k in range(b - a) if _is_bad(",
         ("tests/test_bad_lines.py",),
@@ -150,7 +150,7 @@ MUTANTS = [
     Mutant(
         "index-write-not-atomic",
         "the index is written in place instead of to a temp file moved into place",
-        "src/sjsonl/index/atomic.py",
+        "src/sjsonl/storage/atomic.py",
         '    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(path) or ".")',
         "    fd, tmp = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644), path",
         ("tests/test_index_files.py", "-k", "kill"),
@@ -158,7 +158,7 @@ MUTANTS = [
     Mutant(
         "index-loses-last-record",
         "every file's index drops its last record",
-        "src/sjsonl/source.py",
+        "src/sjsonl/data/source.py",
         "        self.n = len(loaded.offsets)",
         "        self.n = len(loaded.offsets) - 1",
         ("tests/test_decoder_agreement.py", "-k", "real_files or generated"),
@@ -166,7 +166,7 @@ MUTANTS = [
     Mutant(
         "batches-shuffle-ignored",
         "ds.batch(n).shuffle(seed) returns the batches in file order",
-        "src/sjsonl/batching.py",
+        "src/sjsonl/data/batching.py",
         "        if self._order is not None:\n            i = self._order[i]",
         "        if self._order is not None:\n            i = i",
         ("tests/test_decoder_agreement.py", "-k", "real_files or generated"),
@@ -174,7 +174,7 @@ MUTANTS = [
     Mutant(
         "unknown-split-names-no-splits",
         "an unknown split's error no longer lists the splits there are",
-        "src/sjsonl/loading.py",
+        "src/sjsonl/hf/load.py",
         """            raise SplitError(f'Unknown split "{split}". Should be one of {list(sizes)}.')""",
         """            raise SplitError(f'Unknown split "{split}".')""",
         ("tests/test_hf_differential.py", "-k", "unknown"),
@@ -182,7 +182,7 @@ MUTANTS = [
     Mutant(
         "missing-file-unnamed",
         "a missing data file's error no longer names the file",
-        "src/sjsonl/data_files.py",
+        "src/sjsonl/hf/data_files.py",
         '            raise _not_found(f"no such data file: {where}")',
         '            raise _not_found("no such data file")',
         ("tests/test_hf_differential.py", "-k", "missing and file"),
@@ -198,7 +198,7 @@ MUTANTS = [
     Mutant(
         "shard-remainder-misplaced",
         "contiguous shards put the records left over in the last shards instead of the first",
-        "src/sjsonl/views.py",
+        "src/sjsonl/data/views.py",
         "        start = div * index + min(index, mod)",
         "        start = div * index + max(0, index - (num_shards - mod))",
         ("tests/test_views.py", "-k", "huggingface"),
@@ -206,7 +206,7 @@ MUTANTS = [
     Mutant(
         "batch-reads-reversed",
         "ds.__getitems__ (what a DataLoader calls per batch) returns the batch's records in reverse",
-        "src/sjsonl/dataset.py",
+        "src/sjsonl/data/dataset.py",
         "        return self[indices]",
         "        return self[list(indices)[::-1]]",
         ("tests/test_trainers.py", "-k", "same_script"),
@@ -214,7 +214,7 @@ MUTANTS = [
     Mutant(
         "iterable-shuffle-seed-off-by-one",
         "the 🤗-typed iterable's shuffle(seed) uses another seed",
-        "src/sjsonl/hf_iterable.py",
+        "src/sjsonl/hf/iterable.py",
         "        return self._new(seed=seed)",
         "        return self._new(seed=seed + 1)",
         ("tests/test_trainers_trl.py", "-k", "iterable"),

@@ -20,16 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import Progress
-from ..errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
-from ..sidecar import ArtifactWarning
-from ..storage import DataStamp, LocalFile, Storage, count_newlines, is_url
-from ..storage.content import content_of, leaf_digests
-from .append import complete_lines, extend_grown_index
-from .elements import NotADocument, field_of, scan_elements
-from .packed import PACKED_SUFFIX, explicit_is_compact, format_on_disk, index_names, wants_compact
-from .scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
-from .store import (
+from sjsonl.errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
+from sjsonl.index.append import complete_lines, extend_grown_index
+from sjsonl.index.elements import NotADocument, field_of, scan_elements
+from sjsonl.index.packed import PACKED_SUFFIX, explicit_is_compact, format_on_disk, index_names, wants_compact
+from sjsonl.index.scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
+from sjsonl.index.store import (
     LEGACY_META_SUFFIX,
     IndexFile,
     default_cache_dir,
@@ -42,7 +38,11 @@ from .store import (
     write_index_somewhere,
     write_seek_state,
 )
-from .trust import untrusted_reason, warn_untrusted
+from sjsonl.runtime.progress import Progress
+from sjsonl.storage import DataStamp, LocalFile, Storage, count_newlines, is_url
+from sjsonl.storage.content import content_of, leaf_digests
+from sjsonl.storage.sidecar import ArtifactWarning
+from sjsonl.storage.trust import untrusted_reason, warn_untrusted
 
 
 def _scan(

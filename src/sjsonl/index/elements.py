@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DocumentError as DocumentError
+from sjsonl.errors import DocumentError as DocumentError
 
 _WS = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"

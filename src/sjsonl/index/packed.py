@@ -41,11 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from ..storage import map_readonly
-from .atomic import _atomic_write
-from .packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
-from .store import (
+from sjsonl.errors import InvalidArgumentError
+from sjsonl.index.packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
+from sjsonl.index.store import (
     _TAIL,
     PACKED_MAGIC,
     TRAILER_MAGIC,
@@ -54,6 +52,8 @@ from .store import (
     artifact_path,
     candidate_index_paths,
 )
+from sjsonl.storage import map_readonly
+from sjsonl.storage.atomic import _atomic_write
 
 PACKED_SUFFIX = ".index.packed"
 PACKED_VERSION = 1
@@ -73,7 +73,7 @@ def _native() -> Any:
     if os.environ.get("SJSONL_SCAN", "").lower() == "numpy":
         return None
     try:
-        from . import _packed  # type: ignore[attr-defined]
+        from sjsonl.index import _packed  # type: ignore[attr-defined]
     except ImportError:
         return None
     return _packed
@@ -142,7 +142,7 @@ def explicit_is_compact(index_path: str, compact: bool | None) -> bool:
 
 
 class PackedOffsets:
-    """The offsets of a compact index, read in place: what :class:`~sjsonl.source.IndexedFile` uses as
+    """The offsets of a compact index, read in place: what :class:`~sjsonl.data.source.IndexedFile` uses as
     ``offsets`` like an array — ``len``, ``o[i]`` (a Python int), ``o[lo:hi]`` and ``o[indices]``
     (decoded numpy arrays of :attr:`dtype`), ``astype``, ``tolist``, ``np.asarray(o)`` — and whose
     :attr:`data` is the object for the hot path (``data[i]`` decoded in C when it was built).

@@ -40,7 +40,7 @@ from typing import overload
 
 import numpy as np
 
-from ..storage.content import LEAF_BYTES, leaf_digest, leaf_digests
+from sjsonl.storage.content import LEAF_BYTES, leaf_digest, leaf_digests
 
 
 def _native():
@@ -49,7 +49,7 @@ def _native():
     if os.environ.get("SJSONL_SCAN", "").lower() == "numpy":
         return None
     try:
-        from . import _newlines  # type: ignore[attr-defined]
+        from sjsonl.index import _newlines  # type: ignore[attr-defined]
     except ImportError:
         return None
     return _newlines

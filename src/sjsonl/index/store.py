@@ -55,12 +55,12 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..errors import IndexFileError, IndexNotSavedWarning, InvalidArgumentError, SJSONLError, one_line
-from ..storage import DataStamp, is_url, map_readonly
-from ..storage.local import open_regular_file
-from ..storage.zip import MEMBER_SEP, split_member
-from .atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: the tests read temp names)
-from .trust import untrusted_reason, warn_untrusted
+from sjsonl.errors import IndexFileError, IndexNotSavedWarning, InvalidArgumentError, SJSONLError, one_line
+from sjsonl.storage import DataStamp, is_url, map_readonly
+from sjsonl.storage.atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: the tests read temp names)
+from sjsonl.storage.local import open_regular_file
+from sjsonl.storage.trust import untrusted_reason, warn_untrusted
+from sjsonl.storage.zip import MEMBER_SEP, split_member
 
 FORMAT_VERSION = 2
 INDEX_SUFFIX = ".index.npy"
@@ -86,7 +86,7 @@ def is_index_artifact(path: str | os.PathLike[str]) -> bool:
     Two more: a ``*.tmp`` file that is empty or a ``.npy`` still being written (an atomic write under
     way or killed: it holds no records either way), and two kinds written before artifacts had magic
     numbers: a format-1 ``*.index.meta.json`` and a sidecar (one JSON object, ``{"key": {"version": …},
-    "value": …}``, :mod:`sjsonl.sidecar`). Anything unreadable is not an artifact (reading it as data
+    "value": …}``, :mod:`sjsonl.storage.sidecar`). Anything unreadable is not an artifact (reading it as data
     says what is wrong).
 
     Example:
@@ -390,7 +390,7 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
         identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         meta, trailer_len = _read_trailer(fd, st.st_size, index_path)
         if os.pread(fd, 8, 0) == PACKED_MAGIC:
-            from .packed import open_packed, verify_packed  # (it imports this module)
+            from sjsonl.index.packed import open_packed, verify_packed  # (it imports this module)
 
             offsets: Any = open_packed(fd, st.st_size, meta, trailer_len, index_path)
             check: Callable[[Any, IndexMeta, str], None] = verify_packed
@@ -503,7 +503,7 @@ def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta, *, compac
     A format-1 metadata file beside it (``*.index.meta.json``, which other tools took for data) is
     removed."""
     if compact:
-        from .packed import write_packed_index  # (it imports this module)
+        from sjsonl.index.packed import write_packed_index  # (it imports this module)
 
         return write_packed_index(index_path, offsets, meta)
     directory = os.path.dirname(index_path) or "."
@@ -532,7 +532,7 @@ def write_index_somewhere(
     """Write to the first trusted place that takes it (see :func:`candidate_index_paths`); the private
     cache, created with mode 0700, is the last resort. ``compact``: as ``<stem>.index.packed``; the
     index in the other format at the same place, if any, is removed (one index per place)."""
-    from .packed import packed_index_path  # packed imports this module
+    from sjsonl.index.packed import packed_index_path  # packed imports this module
 
     places = candidate_index_paths(data_path, index_dir)
     for k, path in enumerate(places):

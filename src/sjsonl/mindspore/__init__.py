@@ -17,9 +17,9 @@ Example:
     array('[{"role":"user","content":"hi"}]', dtype='<U32')
 """
 
-from .adapters import IterSource, MapSource, make_schema, make_source, to_generator_dataset
-from .columns import Column, Schema, SchemaMismatchError, infer_schema
-from .loading import load_dataset
+from sjsonl.mindspore.adapters import IterSource, MapSource, make_schema, make_source, to_generator_dataset
+from sjsonl.mindspore.columns import Column, Schema, SchemaMismatchError, infer_schema
+from sjsonl.mindspore.loading import load_dataset
 
 __all__ = [
     "Column",

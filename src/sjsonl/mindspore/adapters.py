@@ -3,13 +3,13 @@
 Two source shapes, as MindSpore knows them:
 
 - :class:`MapSource` (``__getitem__`` + ``__len__``) for random-access data — a
-  :class:`~sjsonl.dataset.JSONLDataset` (or any view of one), a 🤗 ``Dataset``, a list of records. MindSpore
-  then shuffles (a fresh order each epoch, seeded by ``mindspore.dataset.config.set_seed``) and spreads
-  ``source[i]`` calls over ``num_parallel_workers`` threads or processes itself. Shards are taken by the
-  source — rows ``shard_id``, ``shard_id + num_shards``, … — so they are disjoint and together complete
+  :class:`~sjsonl.data.dataset.JSONLDataset` (or any view of one), a 🤗 ``Dataset``, a list of records.
+  MindSpore then shuffles (a fresh order each epoch, seeded by ``mindspore.dataset.config.set_seed``) and
+  spreads ``source[i]`` calls over ``num_parallel_workers`` threads or processes itself. Shards are taken by
+  the source — rows ``shard_id``, ``shard_id + num_shards``, … — so they are disjoint and together complete
   (sizes differ by at most one). MindSpore's own sharding pads shards to equal size by repeating rows; ask
   for that with ``pad_shards=True`` (equal step counts on every rank).
-- :class:`IterSource` (``__iter__``) for streams — :class:`~sjsonl.streaming.JSONLStream`, a 🤗
+- :class:`IterSource` (``__iter__``) for streams — :class:`~sjsonl.data.streaming.JSONLStream`, a 🤗
   ``IterableDataset``, any iterable. MindSpore cannot shuffle or shard these (it ignores ``shuffle`` and
   refuses ``num_shards``), so the source does it: a buffered shuffle (``buffer_size`` records, reseeded
   every epoch) and a round-robin shard (record k goes to shard k mod ``num_shards``; a ``JSONLStream``
@@ -38,18 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import JSONLDataset
-from ..errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError, require
-from ..hf import hf_kind
-from ..schema import infer_schema as infer_record_schema
-from ..streaming import JSONLStream, buffer_shuffle
-from .batches import BatchSource
-from .columns import Schema, SchemaMismatchError, infer_schema
-from .early import EarlySource, EarlyStart, early_source
+from sjsonl.data.dataset import JSONLDataset
+from sjsonl.data.streaming import JSONLStream, buffer_shuffle
+from sjsonl.errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError, require
+from sjsonl.hf.convert import hf_kind
+from sjsonl.mindspore.batches import BatchSource
+from sjsonl.mindspore.columns import Schema, SchemaMismatchError, infer_schema
+from sjsonl.mindspore.early import EarlySource, EarlyStart, early_source
+from sjsonl.records.schema import infer_schema as infer_record_schema
 
 #: Rows the schema is inferred from by default: ``None``, every row (for a JSONLDataset computed once and
-#: cached beside the index, see :mod:`sjsonl.schema`), so no later row can break an epoch — except for a
-#: stream, which reads nothing ahead: its first :data:`STREAM_SAMPLE_ROWS` rows, as 🤗 streaming does. An
+#: cached beside the index, see :mod:`sjsonl.records.schema`), so no later row can break an epoch — except for
+#: a stream, which reads nothing ahead: its first :data:`STREAM_SAMPLE_ROWS` rows, as 🤗 streaming does. An
 #: integer asks for a sample: evenly spaced rows of random-access data, the first rows of a stream.
 DEFAULT_INFER_ROWS: int | None = None
 #: Rows of a stream the column types come from when ``infer_rows`` is None (a later row that breaks them
@@ -102,10 +102,10 @@ def make_schema(
 ) -> Schema:
     """The schema :func:`to_generator_dataset` uses for ``data``: 🤗 ``features`` when given (a 🤗 dataset's
     own when ``features`` is None) fix the columns they type; the rest is inferred from every row — for a
-    :class:`~sjsonl.dataset.JSONLDataset` by :func:`sjsonl.schema.infer_schema` (computed once, cached
-    with the index), for a list by one pass over it — or from ``infer_rows`` sampled rows when asked (a
+    :class:`~sjsonl.data.dataset.JSONLDataset` by :func:`sjsonl.records.schema.infer_schema` (computed once,
+    cached with the index), for a list by one pass over it — or from ``infer_rows`` sampled rows when asked (a
     🤗 dataset: :data:`HF_SAMPLE_ROWS`, its Arrow types already hold for every row; a
-    :class:`~sjsonl.streaming.JSONLStream`: its first :data:`STREAM_SAMPLE_ROWS`).
+    :class:`~sjsonl.data.streaming.JSONLStream`: its first :data:`STREAM_SAMPLE_ROWS`).
 
     Example:
         >>> make_schema([{"a": 1}, {"a": 2.5}])

@@ -41,11 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from ..sampling.distributed import Cursor, check_count, check_state, epoch_order, is_int
-from ..sampling.maps import RangeMap
-from ..views import read_positions
-from .columns import _FILL, Schema
+from sjsonl.data.views import read_positions
+from sjsonl.errors import InvalidArgumentError
+from sjsonl.mindspore.columns import _FILL, Schema
+from sjsonl.sampling.distributed import Cursor, check_count, check_state, epoch_order, is_int
+from sjsonl.sampling.maps import RangeMap
 
 
 class BatchSource:
@@ -65,7 +65,7 @@ class BatchSource:
     ) -> None:
         if int(batch_size) < 1:
             raise InvalidArgumentError(f"batch_size must be at least 1, got {batch_size}")
-        from .adapters import _check_shard
+        from sjsonl.mindspore.adapters import _check_shard
 
         self.data, self.schema, self.batch_size = data, schema, int(batch_size)
         self.drop_remainder, self.shuffle = bool(drop_remainder), bool(shuffle)
@@ -119,7 +119,7 @@ class BatchSource:
         one: every rank must draw the same order for the shards to be disjoint."""
         if self.seed is not None or not self.shuffle:
             return int(self.seed or 0)
-        from .adapters import configured_seed
+        from sjsonl.mindspore.adapters import configured_seed
 
         configured = configured_seed()
         return 0 if configured is None else configured

@@ -4,8 +4,8 @@ MindSpore 2.x with numpy 2 accepts only numpy arrays from a ``GeneratorDataset``
 ``int`` — even a numpy scalar — fails with "Unable to avoid copy"), and nothing of dtype ``object``, so
 lists of objects, ragged lists and nulls cannot go through as they are (MindNLP issue #1795). A
 :class:`Schema` fixes each column's name, order and representation once, from every row (the cached
-:func:`sjsonl.schema.infer_schema` of a dataset; a sample only when asked) or from 🤗 ``features``, and
-converts every row by it:
+:func:`sjsonl.records.schema.infer_schema` of a dataset; a sample only when asked) or from 🤗 ``features``,
+and converts every row by it:
 
 =====================================================  ====================================  ===============
 JSON values of the column (over the rows looked at)      numpy value in each row               null / missing
@@ -58,9 +58,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ..decode import loads
-from ..errors import InvalidArgumentError, SchemaMismatchError
-from ..schema import JSON_SIG, RecordSchema, schema_of_records
+from sjsonl.errors import InvalidArgumentError, SchemaMismatchError
+from sjsonl.records.decode import loads
+from sjsonl.records.schema import JSON_SIG, RecordSchema, schema_of_records
 
 KINDS = ("str", "int64", "float64", "bool", "json")
 _DTYPES = {"str": np.str_, "int64": np.int64, "float64": np.float64, "bool": np.bool_}
@@ -121,7 +121,8 @@ def _leaf_types(value: list, ndim: int) -> set[type]:
 
 
 # ------------------------------------------------------------------------------------------ inference
-# Column types come from the schema layer (sjsonl.schema): signatures (kind, ndim) merged over the rows.
+# Column types come from the schema layer (sjsonl.records.schema): signatures (kind, ndim) merged over the
+# rows.
 _JSON = JSON_SIG
 
 
@@ -146,8 +147,8 @@ def _feature_kind(feature: Any) -> str | None:
 
 def infer_schema(rows: Iterable[Any] | RecordSchema, features: Mapping[str, Any] | None = None) -> Schema:
     """The :class:`Schema` for ``rows`` (all of them are looked at), or for a ready
-    :class:`~sjsonl.schema.RecordSchema` (what :func:`sjsonl.schema.infer_schema` computes and caches for
-    a dataset) — see the table in the module docstring.
+    :class:`~sjsonl.records.schema.RecordSchema` (what :func:`sjsonl.records.schema.infer_schema` computes and
+    caches for a dataset) — see the table in the module docstring.
 
     Example:
         >>> infer_schema([[1, 2], [3]]).columns

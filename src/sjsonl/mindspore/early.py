@@ -2,7 +2,7 @@
 
 ``sjsonl.mindspore.load_dataset(..., early_start=True)`` with ``shuffle=False`` and no index on disk yet
 returns a ``GeneratorDataset`` whose rows flow at once: an :class:`EarlySource` reads the split's files front
-to back (a :class:`~sjsonl.streaming.JSONLStream`, no index needed) while a background thread opens the
+to back (a :class:`~sjsonl.data.streaming.JSONLStream`, no index needed) while a background thread opens the
 indexed dataset exactly as ``early_start=False`` would (building and saving the index). Every pass that
 starts once that dataset is ready reads through the index instead; both give the same records in the same
 order, and at the end of a streamed pass the count is checked against the index (a file that changed
@@ -50,12 +50,12 @@ from typing import Any
 
 import numpy as np
 
-from ..data_files import resolve_data_files
-from ..dataset import JSONLDataset
-from ..errors import IndexFileError, StaleDataError, StaleIndexError
-from ..loading import load_dataset as load_jsonl
-from .batches import BatchSource, batch_column_names, batch_columns
-from .columns import Schema, SchemaMismatchError
+from sjsonl.data.dataset import JSONLDataset
+from sjsonl.errors import IndexFileError, StaleDataError, StaleIndexError
+from sjsonl.hf.data_files import resolve_data_files
+from sjsonl.hf.load import load_dataset as load_jsonl
+from sjsonl.mindspore.batches import BatchSource, batch_column_names, batch_columns
+from sjsonl.mindspore.columns import Schema, SchemaMismatchError
 
 _PLAIN_SPLIT = re.compile(r"[\w.-]+")
 
@@ -67,7 +67,7 @@ class EarlyStart:
 
     Example:
         >>> import os, tempfile
-        >>> from sjsonl.streaming import JSONLStream
+        >>> from sjsonl.data.streaming import JSONLStream
         >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
         >>> _ = open(path, "w").write('{"a": 1}\\n{"a": 2}\\n')
         >>> early = EarlyStart(JSONLStream(path), lambda: JSONLDataset(path))
@@ -136,7 +136,7 @@ class EarlySource:
 
     Example:
         >>> import os, tempfile
-        >>> from sjsonl.streaming import JSONLStream
+        >>> from sjsonl.data.streaming import JSONLStream
         >>> from sjsonl.mindspore import make_schema
         >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
         >>> _ = open(path, "w").write("".join(f'{{"a": {i}}}\\n' for i in range(5)))
@@ -156,7 +156,7 @@ class EarlySource:
         batch_size: int | None = None,
         drop_remainder: bool = False,
     ) -> None:
-        from .adapters import _check_shard
+        from sjsonl.mindspore.adapters import _check_shard
 
         self.early, self.schema = early, schema
         self.step, self.first = _check_shard(num_shards, shard_id)
@@ -187,7 +187,7 @@ class EarlySource:
 
     def _through_index(self) -> Iterator[tuple[np.ndarray, ...]]:
         if self._indexed is None:
-            from .adapters import make_source
+            from sjsonl.mindspore.adapters import make_source
 
             self._indexed = make_source(
                 self.early.dataset(),
@@ -287,7 +287,7 @@ def early_source(
     """An early-started split's source (what :func:`~sjsonl.mindspore.make_source` gives for an
     :class:`EarlyStart`): provisional column types now and, when every row's types were asked for
     (``infer_rows=None``, no ``features``), their check on the background thread."""
-    from .adapters import make_schema
+    from sjsonl.mindspore.adapters import make_schema
 
     names = [column_names] if isinstance(column_names, str) else column_names
 

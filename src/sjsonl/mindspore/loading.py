@@ -6,15 +6,15 @@ results is a ``GeneratorDataset``; when exactly one results it is returned bare 
 ``split=["train"]`` or ``("train",)``, and for ``split=None`` on data with one split — otherwise a ``dict``:
 ``{split: GeneratorDataset}`` for ``split=None``, keyed by the specs given for a list of splits. (For 🤗's
 rule use :func:`sjsonl.load_dataset` and :func:`~sjsonl.mindspore.to_generator_dataset`.) Each dataset's
-``gd.source.ds`` is the underlying dataset (a :class:`~sjsonl.dataset.JSONLDataset`, a stream, or the 🤗
+``gd.source.ds`` is the underlying dataset (a :class:`~sjsonl.data.dataset.JSONLDataset`, a stream, or the 🤗
 dataset), as MindNLP code expects; ``gd.source.column_names`` its columns.
 
 Where the data go:
 
 - **JSON Lines** — ``path="json"``, a ``.jsonl``/``.json``/``.ndjson`` file, a glob of them, or a directory
-  (or ``data_files``) mostly of them (🤗's rule, see :func:`sjsonl.data_files.is_jsonl_source`) — are read by
-  :func:`sjsonl.load_dataset` through a line index: no Arrow conversion, no second copy. 🤗's parameters mean
-  what they can mean here: ``num_proc`` → processes/threads building the index and the schema **and**
+  (or ``data_files``) mostly of them (🤗's rule, see :func:`sjsonl.hf.data_files.is_jsonl_source`) — are read
+  by :func:`sjsonl.load_dataset` through a line index: no Arrow conversion, no second copy. 🤗's parameters
+  mean what they can mean here: ``num_proc`` → processes/threads building the index and the schema **and**
   (MindNLP's rule) MindSpore's ``num_parallel_workers``; ``cache_dir`` → where indexes are kept;
   ``features`` → the MindSpore columns and dtypes; ``streaming`` → an index-free stream;
   ``storage_options`` → fsspec options for URLs in ``data_files`` (read in place). ``download_config``,
@@ -31,8 +31,8 @@ stream's buffered shuffle; default MindSpore's ``config.set_seed``), ``num_paral
 ``num_proc``, else 1, as MindNLP), ``python_multiprocessing`` (default True), ``num_shards``/``shard_id``
 (default: MindSpore's distributed context if initialised) and ``column_names`` (which columns, in which
 order), plus ``pad_shards`` (see :func:`~sjsonl.mindspore.to_generator_dataset`). Column types come from
-every row (cached with the index, :mod:`sjsonl.schema`), or ``features``; ``infer_rows=N`` samples instead.
-🤗 builder options whose names collide with these (the CSV builder's ``column_names``) go in
+every row (cached with the index, :mod:`sjsonl.records.schema`), or ``features``; ``infer_rows=N`` samples
+instead. 🤗 builder options whose names collide with these (the CSV builder's ``column_names``) go in
 ``hf_kwargs={...}``.
 
 Example:
@@ -51,11 +51,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..data_files import is_jsonl_source
-from ..errors import UnsupportedArgumentError, require
-from ..loading import load_dataset as load_jsonl
-from .adapters import DEFAULT_INFER_ROWS, to_generator_dataset
-from .early import early_splits
+from sjsonl.errors import UnsupportedArgumentError, require
+from sjsonl.hf.data_files import is_jsonl_source
+from sjsonl.hf.load import load_dataset as load_jsonl
+from sjsonl.mindspore.adapters import DEFAULT_INFER_ROWS, to_generator_dataset
+from sjsonl.mindspore.early import early_splits
 
 
 def _mindnlp_structure(result: Any, split: Any, convert) -> Any:

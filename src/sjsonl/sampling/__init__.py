@@ -9,11 +9,19 @@ Example:
     [0, 1, 2, 3, 4, 5, 6, 7]
 """
 
-from .block import BlockShuffle
-from .distributed import Cursor, PaddedMap, check_state, epoch_order, iter_blocks, per_rank, shard_order
-from .elastic import carry_over, remaining
-from .maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, SkipMap
-from .permutation import Permutation
+from sjsonl.sampling.block import BlockShuffle
+from sjsonl.sampling.distributed import (
+    Cursor,
+    PaddedMap,
+    check_state,
+    epoch_order,
+    iter_blocks,
+    per_rank,
+    shard_order,
+)
+from sjsonl.sampling.elastic import carry_over, remaining
+from sjsonl.sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, SkipMap
+from sjsonl.sampling.permutation import Permutation
 
 __all__ = [
     "ArrayMap",

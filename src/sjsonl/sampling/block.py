@@ -25,8 +25,8 @@ close with probability ``≈ 2·B·W/n``). Measured for ``n = 10⁶`` by ``bench
 The last column is how many different 256-record stretches of the file a batch of 32 consecutive
 positions draws from (32 means unrelated records). A batch draws from at most ``W`` blocks, so make ``W``
 well above the batch size and ``B·W`` as large as the window's reads may be; the defaults of
-:meth:`~sjsonl.views.Views.block_shuffle` are ``B=256, W=64``. For data on a local disk or in the page
-cache use the exact :meth:`~sjsonl.views.Views.shuffle`: it costs nothing extra there.
+:meth:`~sjsonl.data.views.Views.block_shuffle` are ``B=256, W=64``. For data on a local disk or in the page
+cache use the exact :meth:`~sjsonl.data.views.Views.shuffle`: it costs nothing extra there.
 
 Example:
     >>> s = BlockShuffle(10, block_size=3, window=2, seed=0)
@@ -41,8 +41,8 @@ import hashlib
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .permutation import Permutation, check_positions, checked_position
+from sjsonl.errors import InvalidArgumentError
+from sjsonl.sampling.permutation import Permutation, check_positions, checked_position
 
 _SCAN = 1 << 20  # blocks whose slots are computed per numpy pass when locating the short block
 

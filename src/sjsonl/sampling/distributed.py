@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .maps import IdentityMap, IndexMap, RangeMap
-from .permutation import Permutation
+from sjsonl.errors import InvalidArgumentError
+from sjsonl.sampling.maps import IdentityMap, IndexMap, RangeMap
+from sjsonl.sampling.permutation import Permutation
 
 BLOCK = 8192
 

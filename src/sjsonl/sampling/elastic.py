@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .distributed import check_count, check_state, is_int, per_rank
-from .maps import IdentityMap, IndexMap, RangeMap, SkipMap
+from sjsonl.errors import InvalidArgumentError
+from sjsonl.sampling.distributed import check_count, check_state, is_int, per_rank
+from sjsonl.sampling.maps import IdentityMap, IndexMap, RangeMap, SkipMap
 
 LAYOUT_KEYS = ("num_replicas", "rank", "drop_last")
 WORKER_KEYS = ("num_workers", "worker")  # an IterableDataset's state is one DataLoader worker's

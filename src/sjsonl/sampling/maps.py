@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, InvalidArgumentError
+from sjsonl.errors import ArgumentTypeError, InvalidArgumentError
 
 
 class IndexMap(Protocol):

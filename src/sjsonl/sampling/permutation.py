@@ -34,7 +34,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
+from sjsonl.errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError
 
 _ROUNDS = 8
 _M64 = (1 << 64) - 1

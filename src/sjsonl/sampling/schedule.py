@@ -32,7 +32,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from sjsonl.errors import InvalidArgumentError
 
 #: Resolution of probabilities that are not fractions with small denominators.
 MAX_PERIOD = 1 << 20

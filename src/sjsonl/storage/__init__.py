@@ -37,8 +37,8 @@ import errno
 import os
 from typing import Any
 
-from ..errors import DataFileError
-from .base import (
+from sjsonl.errors import DataFileError
+from sjsonl.storage.base import (
     FINGERPRINT_SPAN,
     DataStamp,
     MemoryFile,
@@ -51,9 +51,9 @@ from .base import (
     stat_data_file,
     suffix_of,
 )
-from .formats import HEAD_BYTES, check_format, format_of_name
-from .local import GUARDED, LocalFile, MappedFile, PinnedReader, map_readonly, open_regular_file
-from .zip import split_member
+from sjsonl.storage.formats import HEAD_BYTES, check_format, format_of_name
+from sjsonl.storage.local import GUARDED, LocalFile, MappedFile, PinnedReader, map_readonly, open_regular_file
+from sjsonl.storage.zip import split_member
 
 GZIP_SUFFIXES = (".gz", ".gzip")
 ZSTD_SUFFIXES = (".zst", ".zstd")
@@ -107,12 +107,12 @@ def open_storage(
     text = os.fspath(path)
     name = suffix_of(text)
     if not is_url(text) and split_member(text)[1] is not None:  # archive.zip::member
-        from .zip import open_member
+        from sjsonl.storage.zip import open_member
 
         return open_member(text)
     compressed = name.endswith(GZIP_SUFFIXES + ZSTD_SUFFIXES + BZIP2_SUFFIXES + XZ_SUFFIXES)
     if is_url(text) and not text.startswith("file://"):
-        from .remote import RemoteFile
+        from sjsonl.storage.remote import RemoteFile
 
         source: Any = RemoteFile(text, storage_options)
     else:
@@ -133,19 +133,19 @@ def open_storage(
             "JSONLStream and load_dataset read them all",
         )
     if name.endswith(GZIP_SUFFIXES):
-        from .compressed import GzipFile
+        from sjsonl.storage.compressed import GzipFile
 
         return GzipFile(source)
     if name.endswith(ZSTD_SUFFIXES):
-        from .compressed import SeekableZstdFile
+        from sjsonl.storage.compressed import SeekableZstdFile
 
         return SeekableZstdFile(source)
     if name.endswith(BZIP2_SUFFIXES):
-        from .bzip2 import Bzip2File
+        from sjsonl.storage.bzip2 import Bzip2File
 
         return Bzip2File(source)
     if name.endswith(XZ_SUFFIXES):
-        from .xz import XzFile
+        from sjsonl.storage.xz import XzFile
 
         return XzFile(source)
     return source

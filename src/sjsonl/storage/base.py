@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from ..errors import (
+from sjsonl.errors import (
     DataFileError,
     DataFileIsADirectoryError,
     DataFileNotFoundError,

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import require
-from ..sidecar import encode_sidecar, warn_ignored
-from .base import DataStamp
-from .local import LocalFile
-from .seekable import SeekableStreamFile
-from .seekpoints import BZIP2_SEEK_MAGIC, SavedPoints, check_bzip2_blocks, seek_key
+from sjsonl.errors import require
+from sjsonl.storage.base import DataStamp
+from sjsonl.storage.local import LocalFile
+from sjsonl.storage.seekable import SeekableStreamFile
+from sjsonl.storage.seekpoints import BZIP2_SEEK_MAGIC, SavedPoints, check_bzip2_blocks, seek_key
+from sjsonl.storage.sidecar import encode_sidecar, warn_ignored
 
 __all__ = ["Bzip2File", "LocalFile"]
 

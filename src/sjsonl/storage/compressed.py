@@ -33,12 +33,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import DataFileError, StaleDataError, require
-from ..sidecar import encode_sidecar, warn_ignored
-from . import gzip_build
-from .base import DataStamp, read_sequentially
-from .local import LocalFile
-from .seekpoints import GZIP_SEEK_MAGIC, SavedPoints, check_gzip_points, seek_key
+from sjsonl.errors import DataFileError, StaleDataError, require
+from sjsonl.storage import gzip_build
+from sjsonl.storage.base import DataStamp, read_sequentially
+from sjsonl.storage.local import LocalFile
+from sjsonl.storage.seekpoints import GZIP_SEEK_MAGIC, SavedPoints, check_gzip_points, seek_key
+from sjsonl.storage.sidecar import encode_sidecar, warn_ignored
 
 #: Decompressed bytes between gzip seek points. A random read decompresses half of this on average
 #: (measured here: ~2 ms at 1 MiB, ~0.8 ms at 256 KiB), and every point keeps 32 KiB of history in memory

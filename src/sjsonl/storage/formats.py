@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import os
 
-from ..errors import DataFileError
+from sjsonl.errors import DataFileError
 
 #: format -> (magic bytes, suffixes sjsonl reads it under; empty: not read in place)
 MAGIC: dict[str, tuple[bytes, tuple[str, ...]]] = {

@@ -39,11 +39,11 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DataFileError, MissingDependencyError, StaleDataError, require
-from .local import LocalFile
+from sjsonl.errors import DataFileError, MissingDependencyError, StaleDataError, require
+from sjsonl.storage.local import LocalFile
 
 if TYPE_CHECKING:
-    from .compressed import GzipFile
+    from sjsonl.storage.compressed import GzipFile
 
 #: The environment variable that picks the decompressor of the index build (see :func:`build_backend`).
 BUILD_ENV = "SJSONL_GZIP_BUILD"
@@ -159,7 +159,7 @@ def build_pass(gz: GzipFile, chunk_bytes: int) -> Iterator[bytes]:
         rapidgzip b'[1]\\n[2]\\n' 8
         indexed_gzip b'[1]\\n[2]\\n' 8
     """
-    from .compressed import GZIP_SPACING  # read at call time: tests make the points denser
+    from sjsonl.storage.compressed import GZIP_SPACING  # read at call time: tests make the points denser
 
     pos = 0
     if gz.build_backend == "rapidgzip" and isinstance(gz.source, LocalFile) and gz._stored():

@@ -42,8 +42,8 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DataFileError, StaleDataError
-from .base import (
+from sjsonl.errors import DataFileError, StaleDataError
+from sjsonl.storage.base import (
     DataStamp,
     data_file_error,
     fingerprint_of,
@@ -52,18 +52,18 @@ from .base import (
     resolve_path,
     stat_data_file,
 )
-from .content import content_hash
-from .descriptors import BUDGET
+from sjsonl.storage.content import content_hash
+from sjsonl.storage.descriptors import BUDGET
 
 if TYPE_CHECKING:
-    from ._guarded import GuardedMap
+    from sjsonl.storage._guarded import GuardedMap
 
 
 def _compiled() -> Any:
     """The small C extension of guarded and descriptor-free maps, built where a C compiler was at install
     time (without it, data files are read with ``pread`` and index files mapped by Python's ``mmap``)."""
     try:
-        from . import _guarded
+        from sjsonl.storage import _guarded
     except ImportError:
         return None
     return _guarded

@@ -39,8 +39,8 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import DataFileError, StaleDataError, require
-from .base import DataStamp, data_file_error, fingerprint_of, iter_ranges
+from sjsonl.errors import DataFileError, StaleDataError, require
+from sjsonl.storage.base import DataStamp, data_file_error, fingerprint_of, iter_ranges
 
 #: Bytes per ranged request during an index scan, and how many are in flight at once.
 SCAN_REQUEST_BYTES = 8 << 20

@@ -21,9 +21,9 @@ import os
 import threading
 from typing import Any
 
-from ..errors import DataFileError, StaleDataError
-from .compressed import _PerProcessHandle
-from .local import LocalFile
+from sjsonl.errors import DataFileError, StaleDataError
+from sjsonl.storage.compressed import _PerProcessHandle
+from sjsonl.storage.local import LocalFile
 
 __all__ = ["LocalFile", "SeekableStreamFile"]
 

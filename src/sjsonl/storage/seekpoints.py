@@ -4,8 +4,8 @@ whether a reader may use them.
 A gzip file's seek points (indexed_gzip's export: per point a compressed offset, bit, decompressed offset and
 the 32 KiB of data before it) and a bzip2 file's block offsets (compressed bit offset → decompressed byte
 offset) spare a full decompression per process. They decide which bytes a read returns, so they are held to
-the index's rules: a sidecar (:mod:`sjsonl.sidecar`: magic, key, CRC-32, owner and mode), bound to the data
-version (its stamp) and to the index it goes with (its CRC-32), and range-checked against the data:
+the index's rules: a sidecar (:mod:`sjsonl.storage.sidecar`: magic, key, CRC-32, owner and mode), bound to the
+data version (its stamp) and to the index it goes with (its CRC-32), and range-checked against the data:
 
 - gzip: the header names this file's compressed and decompressed sizes; points increase in both
   offsets and stay inside them; the table and windows fill the body exactly. With the index's offsets
@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from ..sidecar import Sidecar, open_sidecar
-from .base import DataStamp
+from sjsonl.storage.base import DataStamp
+from sjsonl.storage.sidecar import Sidecar, open_sidecar
 
-#: The first bytes of a gzip ``.seekpoints`` file (see :mod:`sjsonl.sidecar`).
+#: The first bytes of a gzip ``.seekpoints`` file (see :mod:`sjsonl.storage.sidecar`).
 GZIP_SEEK_MAGIC = b"SJSONLgz"
-#: The first bytes of a bzip2 ``.seekpoints`` file (see :mod:`sjsonl.sidecar`).
+#: The first bytes of a bzip2 ``.seekpoints`` file (see :mod:`sjsonl.storage.sidecar`).
 BZIP2_SEEK_MAGIC = b"SJSONLbz"
 SEEK_VERSION = 1
 

@@ -23,9 +23,9 @@ import itertools
 import threading
 from typing import Any
 
-from ..errors import DataFileError, require
-from .local import LocalFile
-from .seekable import SeekableStreamFile
+from sjsonl.errors import DataFileError, require
+from sjsonl.storage.local import LocalFile
+from sjsonl.storage.seekable import SeekableStreamFile
 
 __all__ = ["XZ_MAX_BLOCK", "LocalFile", "XzFile"]
 

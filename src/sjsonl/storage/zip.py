@@ -46,11 +46,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import DataFileError, StaleDataError
-from .base import is_url
-from .formats import HEAD_BYTES, check_format, format_of_name
-from .local import LocalFile
-from .seekable import SeekableStreamFile
+from sjsonl.errors import DataFileError, StaleDataError
+from sjsonl.storage.base import is_url
+from sjsonl.storage.formats import HEAD_BYTES, check_format, format_of_name
+from sjsonl.storage.local import LocalFile
+from sjsonl.storage.seekable import SeekableStreamFile
 
 __all__ = [
     "MEMBER_SEP",

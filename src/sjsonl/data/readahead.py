@@ -1,0 +1,235 @@
+"""Read-ahead: tell the kernel which bytes the next records of an order will need, before they are read.
+
+A shuffled pass over a file that is not in the page cache waits for one disk read per record, one at a
+time: the memory map (or ``pread``) asks for a page only when the record is decoded, and the kernel's own
+read-ahead guesses sequential access, which a shuffle never is. :meth:`JSONLDataset.readahead
+<sjsonl.data.views.Views.readahead>` makes a dataset that, while it iterates an order (``for r in
+ds.shuffle(seed)``, ``iter_positions``, the torch/🤗 iterables) or reads a batch (``ds[indices]``),
+hints the pages of the records ``records`` positions ahead with ``posix_fadvise(POSIX_FADV_WILLNEED)``.
+The kernel starts those reads at once and in parallel, so by the time a record is decoded its page is
+usually in the cache: the disk works at its queue depth instead of at depth one.
+
+What comes out, and in which order, never changes — a hint reads nothing into Python and cannot fail a
+read (an error from the hint is ignored and hinting stops for that pass). Staleness checks are the ones
+of a plain read. Only local files hint (memory-mapped or ``mmap=False``); compressed and remote storages
+read exactly as before — their reads already go out together through ``read_many``.
+
+Hints are issued a *window* at a time: before the records of window ``j`` (``records`` records each) are
+read, the pages of window ``j + 1`` are hinted, sorted and merged into runs — one ``posix_fadvise`` per
+run of adjacent pages, so a block shuffle's contiguous blocks become a few large reads. With the data in
+the page cache a hint finds its page present and costs about 1 µs; windows whose hints all come back that
+fast make the next ones be skipped (up to 31 in 32), so a warm pass pays little. It is opt-in because it
+pays only where the kernel's own fault read-around does not: data larger than RAM (the kernel turns
+read-around off after 100 faults that find nothing cached), a small ``read_ahead_kb``, or a memory map
+advised ``MADV_RANDOM`` — see ``benchmarks/bench_cold.py``.
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLDataset
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "w").write("".join(f'{{"i": {i}}}\\n' for i in range(100)))
+    >>> ds = JSONLDataset(path)
+    >>> ahead = ds.readahead(16)
+    >>> [r["i"] for r in ahead.shuffle(seed=3)] == [r["i"] for r in ds.shuffle(seed=3)]
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+import mmap
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sjsonl.errors import InvalidArgumentError
+from sjsonl.storage import LocalFile
+
+if TYPE_CHECKING:
+    from sjsonl.data.source import IndexedFile
+
+#: Records hinted ahead when ``readahead()`` is called without a count: enough outstanding reads to
+#: keep a virtio/NVMe queue busy, few enough pages (≤ 2 windows) to never crowd a small page cache.
+DEFAULT_RECORDS = 1024
+_PAGE = mmap.PAGESIZE
+_WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", None)  # absent on macOS and Windows: no hints there
+#: Seconds per hint below which a window's pages were all cached (a cached page answers in ~1 µs, a
+#: missing one takes ~15 µs or more to submit on a virtio disk), and the most windows skipped after such.
+_CACHED_SECONDS = 4e-6
+_MAX_SKIP = 32
+
+
+def with_readahead(data: Any, records: int = DEFAULT_RECORDS) -> Any:
+    """A copy of ``data`` (a :class:`~sjsonl.JSONLDataset` or one of its views) whose iteration and
+    batch reads hint the next ``records`` records' pages to the kernel; ``records=0`` turns it off.
+    The implementation behind :meth:`Views.readahead <sjsonl.data.views.Views.readahead>`.
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("[1]\\n[2]\\n[3]\\n")
+        >>> ds = with_readahead(JSONLDataset(path), 2)
+        >>> ds[[2, 0, 1]], readahead_of(ds)
+        ([[3], [1], [2]], 2)
+    """
+    if isinstance(records, bool) or not isinstance(records, (int, np.integer)) or records < 0:
+        raise InvalidArgumentError(f"readahead records must be an integer >= 0, got {records!r}")
+    files = getattr(data, "_files", None)
+    if files is None:
+        raise InvalidArgumentError(
+            f"readahead() applies to a JSONLDataset and its views, not {type(data).__name__}: "
+            "call it on the datasets a mixture is made of"
+        )
+    view = copy.copy(data)
+    # The files are copied, not changed: the dataset this was made from (and its other views) keep
+    # reading without hints. A copy shares the original's storage, memory map and offsets.
+    view._files = [copy.copy(f) for f in files]
+    for f in view._files:
+        f.readahead = int(records)
+        f.__dict__.pop("_hinter", None)  # a fresh back-off (sjsonl.data.readahead._Hinter) per copy
+    if getattr(data, "_single", None) is not None:
+        view._single = view._files[0]
+    return view
+
+
+def readahead_of(data: Any) -> int:
+    """Records ``data`` hints ahead (0: none).
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("[1]\\n")
+        >>> readahead_of(JSONLDataset(path)), readahead_of(JSONLDataset(path).readahead())
+        (0, 1024)
+    """
+    return max((getattr(f, "readahead", 0) for f in getattr(data, "_files", ())), default=0)
+
+
+def _hinted(file: IndexedFile) -> LocalFile | None:
+    """The local file to hint, when it is hinted: read-ahead on, a platform with fadvise."""
+    storage = file.storage
+    if not file.readahead or _WILLNEED is None or not isinstance(storage, LocalFile):
+        return None
+    return storage
+
+
+def page_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[list[int], list[int]]:
+    """The pages byte spans ``[start, end)`` touch, as sorted, merged ``(offset, length)`` runs of whole
+    pages — what one ``posix_fadvise`` each covers.
+
+    Example:
+        >>> p = mmap.PAGESIZE
+        >>> page_runs(np.array([5 * p, 10, p + 1]), np.array([5 * p + 9, 20, 2 * p + 1]))
+        ([0, 20480], [12288, 4096])
+    """
+    lo = starts // _PAGE
+    hi = np.maximum(ends - 1, starts) // _PAGE  # last page touched (a span is never empty, but be safe)
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])  # running max: a long span covers later ones
+    new = np.ones(len(lo), dtype=bool)
+    new[1:] = lo[1:] > hi[:-1] + 1  # a gap of at least one page starts a new run
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(lo) - 1)
+    return (lo[first] * _PAGE).tolist(), ((hi[last] - lo[first] + 1) * _PAGE).tolist()
+
+
+class _Hinter:
+    """A file's hints, backing off while they find the data already cached (one per file object and
+    process — it holds no descriptor, so it pickles — kept across passes and batches).
+
+    A hint for a page that is already in the page cache costs about 1 µs and achieves nothing; one for a
+    missing page starts a read (tens of µs to submit). So each window's hints are timed: while they come
+    back fast, the next windows are skipped — 1, 2, 4 … up to :data:`_MAX_SKIP` of them — and the first
+    slow window (the data fell out of the cache) resets to hinting every window. The timing decides only
+    how many hints are issued, never what is read.
+    """
+
+    def __init__(self) -> None:
+        self.skip, self.wait, self.on = 1, 0, True
+
+    def __call__(self, storage: LocalFile, starts: np.ndarray, ends: np.ndarray) -> None:
+        if not self.on:
+            return
+        if self.wait:
+            self.wait -= 1
+            return
+        offsets, lengths = page_runs(starts, ends)
+        t0 = time.perf_counter()
+        try:
+            with storage.holding() as fd:
+                for off, length in zip(offsets, lengths):
+                    os.posix_fadvise(fd, off, length, _WILLNEED)  # type: ignore[arg-type]  # see _hinted
+        except OSError:  # advisory only: never let a hint fail a read
+            self.on = False  # for this file object, in this process
+            return
+        cached = time.perf_counter() - t0 < _CACHED_SECONDS * len(offsets)
+        self.skip = min(_MAX_SKIP, self.skip * 2) if cached else 1
+        self.wait = self.skip - 1
+
+
+def spans_ahead(file: IndexedFile, starts: list[int], ends: list[int]) -> Iterator[tuple[int, int]]:
+    """``zip(starts, ends)`` — the spans :class:`~sjsonl.data.source.IndexedFile` is about to decode, in
+    order — hinting each window's pages while the window before it is consumed (see the module docs).
+
+    Example:
+        >>> list(spans_ahead(None, [0, 4], [4, 8]))  # no file: nothing to hint
+        [(0, 4), (4, 8)]
+    """
+    local = None if file is None else _hinted(file)
+    if local is None or len(starts) < 2:
+        return zip(starts, ends)
+    return _hinted_spans(local, _hinter_of(file), starts, ends, file.readahead)
+
+
+def _hinter_of(file: IndexedFile) -> _Hinter:
+    hinter = file.__dict__.get("_hinter")
+    if hinter is None:
+        hinter = file.__dict__["_hinter"] = _Hinter()
+    return hinter
+
+
+def _hinted_spans(
+    local: LocalFile, hint: _Hinter, starts: list[int], ends: list[int], window: int
+) -> Iterator[tuple[int, int]]:
+    s, e = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    n = len(starts)
+    hint(local, s[:window], e[:window])  # the first window: its reads still go out together
+    for lo in range(0, n, window):
+        nxt = lo + window
+        if nxt < n:
+            hint(local, s[nxt : nxt + window], e[nxt : nxt + window])
+        yield from zip(starts[lo:nxt], ends[lo:nxt])
+
+
+def read_many_ahead(file: IndexedFile, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    """``file.storage.read_many(ranges)``, for a file read with ``pread``: each window of ranges is
+    hinted before the window before it is read, so the reads find their pages (or their reads under way).
+
+    Example:
+        >>> from sjsonl.data.source import IndexedFile
+        >>> import tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "w").write("[1]\\n[2]\\n")
+        >>> read_many_ahead(IndexedFile(path, mmap=False), [(4, 7), (0, 3)])
+        [b'[2]', b'[1]']
+    """
+    local = _hinted(file)
+    storage = file.storage
+    if local is None or len(ranges) < 2:
+        return storage.read_many(ranges)
+    window = file.readahead
+    bounds = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    hint = _hinter_of(file)
+    hint(local, bounds[:window, 0], bounds[:window, 1])
+    out: list[bytes] = []
+    for lo in range(0, len(ranges), window):
+        nxt = lo + window
+        if nxt < len(ranges):
+            hint(local, bounds[nxt : nxt + window, 0], bounds[nxt : nxt + window, 1])
+        out += storage.read_many(ranges[lo:nxt])
+    return out

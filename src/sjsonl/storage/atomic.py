@@ -1,0 +1,152 @@
+"""Atomic writes: a temp file beside the target, fsync, ``os.replace`` — so the target is always either the
+old file or the whole new one — and the removal of temp files that killed writers of index files left behind.
+:func:`atomic_output` is the general form (the command line writes its outputs with it); index files go
+through :func:`_atomic_write`.
+
+Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.index.npy")
+    >>> _atomic_write(path, lambda f: f.write(b"x"))
+    >>> open(path, "rb").read(), os.listdir(os.path.dirname(path))
+    (b'x', ['d.index.npy'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from sjsonl.storage.trust import read_only_reason
+
+_TEMP_MAX_AGE = 24 * 3600  # seconds after which anyone's leftover temp file is removed
+
+
+def _temp_tag() -> str:
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"{host}-{os.getpid()}"
+
+
+def _remove_stale_temps(path: str) -> None:
+    """Remove temp files an earlier writer of ``path`` left when it was killed: this host's whose
+    process is gone, and anyone's older than a day (another host's writer may still be running)."""
+    directory, name = os.path.split(path)
+    mine = _temp_tag().split("-")[0]
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.startswith(name + ".") and entry.endswith(".tmp")):
+            continue
+        full = os.path.join(directory, entry)
+        tag = entry[len(name) + 1 :].split(".")[0]
+        host, _, pid = tag.partition("-")
+        try:
+            old = time.time() - os.lstat(full).st_mtime > _TEMP_MAX_AGE
+            if old or (host == mine and pid.isdigit() and not _alive(int(pid))):
+                os.unlink(full)
+        except OSError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def atomic_output(
+    path: str, *, replace: bool = True, mode: int | None = None, sweep: bool = False
+) -> Iterator[IO[bytes]]:
+    """A new temp file beside ``path``, open for writing (``.name`` is its path); when the block ends it is
+    fsynced and moved to ``path`` in one step. An exception (Ctrl-C included) inside the block removes it
+    and leaves ``path`` as it was.
+
+    Args:
+        replace: whether an existing ``path`` is replaced; ``False`` raises :class:`FileExistsError` instead,
+            even for a file that appeared while the block ran (the new file is hard-linked into place).
+        mode: the new file's permission bits; ``None``: those of the file it replaces, else what a new file
+            gets (``0o666`` less the umask), as a plain ``open(path, "w")`` would.
+        sweep: first remove temp files of ``path`` that killed writers left — only for names sjsonl owns
+            (index files): a user's ``out.jsonl.old.tmp`` is never touched.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "out.txt")
+        >>> with atomic_output(path) as f:
+        ...     _ = f.write(b"new")
+        >>> open(path).read(), os.listdir(os.path.dirname(path))
+        ('new', ['out.txt'])
+        >>> with atomic_output(path, replace=False) as f:
+        ...     _ = f.write(b"newer")
+        Traceback (most recent call last):
+        ...
+        FileExistsError: [Errno 17] File exists: '...out.txt'
+    """
+    if sweep:
+        _remove_stale_temps(path)
+    prefix = f"{os.path.basename(path)}.{_temp_tag()}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with open(tmp, "wb", opener=lambda *_: fd) as f:  # mkstemp's descriptor, with the name as .name
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _new_mode(path) if mode is None else mode)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _link_new(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno is None:  # numpy's "N requested and M written"
+            raise OSError(
+                errno.ENOSPC, f"short write ({exc}): the disk is full or a size limit hit", path
+            ) from exc
+        raise
+
+
+def _new_mode(path: str) -> int:
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)  # the only way to read it; set straight back
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _link_new(tmp: str, path: str) -> None:
+    """Move ``tmp`` to ``path`` only if nothing is there: ``link`` never replaces (``rename`` would)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path) from None
+    except OSError:  # a file system without hard links: check, then rename (a narrow race remains)
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path) from None
+        os.rename(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
+    """Write an index file (mode 0644) with :func:`atomic_output`, sweeping old temp files first — never
+    into a place whose mode grants no write permission, even for root (:func:`.trust.read_only_reason`)."""
+    reason = read_only_reason(path)
+    if reason is not None:  # the user made the place read-only
+        raise PermissionError(errno.EACCES, f"not writing {path}: {reason}")
+    with atomic_output(path, mode=0o644, sweep=True) as f:
+        write(f)
