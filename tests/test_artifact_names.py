@@ -1,5 +1,5 @@
 """Data files named like sjsonl's artifacts are data; sjsonl's own artifacts are skipped — told apart by
-their bytes, never by their names (``sjsonl.index.store.is_index_artifact``, used by folder and glob
+their bytes, never by their names (``sjsonl.index.layout.is_index_artifact``, used by folder and glob
 loading in ``sjsonl.hf.data_files``)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from sjsonl import JSONLDataset, load_dataset
 from sjsonl.hf.data_files import resolve_data_files
-from sjsonl.index.store import is_index_artifact
+from sjsonl.index.layout import is_index_artifact
 from sjsonl.records.badlines import badlines_path
 from sjsonl.records.schema import infer_schema, schema_cache_path
 

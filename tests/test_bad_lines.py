@@ -15,7 +15,8 @@ import pytest
 
 import sjsonl
 from sjsonl import JSONLDataset, RecordDecodeError
-from sjsonl.records.badlines import BADLINES_MAGIC, BadLineWarning, badlines_path, find_bad_lines
+from sjsonl.data.corpus import find_bad_lines
+from sjsonl.records.badlines import BADLINES_MAGIC, BadLineWarning, badlines_path
 from sjsonl.storage.sidecar import index_key, read_sidecar
 
 BAD = [b"{oops", b'{"a": nan}', b'{"t": "\xff"}', b"[1, 2", b'{"a": 1} trailing', b"tru"]

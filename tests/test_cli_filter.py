@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sjsonl.cli.expr import ExprError, compile_expr
-from sjsonl.index.store import is_index_artifact
+from sjsonl.index.layout import is_index_artifact
 
 from .test_cli import cli
 

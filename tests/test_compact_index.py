@@ -20,9 +20,10 @@ from sjsonl.data.document import open_data_file
 from sjsonl.data.source import IndexedFile
 from sjsonl.errors import IndexFileError, InvalidArgumentError
 from sjsonl.index import packed as packed_module
+from sjsonl.index.layout import is_index_artifact
 from sjsonl.index.packed import PackedOffsets, write_packed_index
 from sjsonl.index.packed_codec import NumpyView, encode
-from sjsonl.index.store import is_index_artifact, meta_of, read_index
+from sjsonl.index.store import meta_of, read_index
 from sjsonl.sample import write_corpus
 from sjsonl.storage import DataStamp
 

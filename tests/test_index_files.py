@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from sjsonl import JSONLDataset, JSONLIndexer, StaleIndexError
-from sjsonl.index.store import cache_index_path, default_index_path, read_index
+from sjsonl.index.layout import cache_index_path, default_index_path
+from sjsonl.index.store import read_index
 from sjsonl.sample import write_corpus
 
 from .conftest import run_unprivileged

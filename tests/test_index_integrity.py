@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from sjsonl import IndexFileError, JSONLDataset, JSONLIndexer
-from sjsonl.index.store import FORMAT_VERSION, TRAILER_MAGIC, meta_of, read_index, write_index
+from sjsonl.index.layout import FORMAT_VERSION, TRAILER_MAGIC
+from sjsonl.index.store import meta_of, read_index, write_index
 from sjsonl.storage.trust import UntrustedIndexPlaceWarning
 
 from .conftest import run_unprivileged

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from sjsonl import JSONLDataset
-from sjsonl.index.packed import packed_index_path
-from sjsonl.index.store import (
+from sjsonl.index.layout import (
     _NAME_ROOM,
     _READABLE_STEM,
     NAME_MAX,
@@ -25,6 +24,7 @@ from sjsonl.index.store import (
     default_index_path,
     seek_state_path,
 )
+from sjsonl.index.packed import packed_index_path
 from sjsonl.records.badlines import badlines_path
 from sjsonl.records.schema import infer_schema, schema_cache_path
 

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from sjsonl import JSONLDataset
-from sjsonl.index.store import IndexNotSavedWarning, default_index_path, read_index
+from sjsonl.index.layout import default_index_path
+from sjsonl.index.store import IndexNotSavedWarning, read_index
 
 from .conftest import missing
 

@@ -17,7 +17,7 @@ from sjsonl import JSONLDataset
 from sjsonl.data.streaming import JSONLStream
 from sjsonl.errors import MissingDependencyError
 from sjsonl.mindspore import load_dataset, make_schema, make_source, to_generator_dataset
-from sjsonl.mindspore.adapters import _distributed_defaults
+from sjsonl.mindspore.context import distributed_defaults
 
 PAIRS = {  # train file, test file (under shared/data/jsonl)
     "llama_factory chat": ("llama_factory/v1_sft_demo.jsonl", "llama_factory/reason_tool_use_demo_50.jsonl"),
@@ -290,8 +290,8 @@ def test_an_empty_split_is_an_empty_dataset(tmp_path: Path) -> None:
 
 
 def test_no_distributed_context_means_no_shards() -> None:
-    assert _distributed_defaults(None, None) == (None, None)
-    assert _distributed_defaults(4, 1) == (4, 1)
+    assert distributed_defaults(None, None) == (None, None)
+    assert distributed_defaults(4, 1) == (4, 1)
 
 
 def test_missing_mindspore_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,7 +302,7 @@ def test_missing_mindspore_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_a_stream_takes_its_column_types_from_its_first_rows(tmp_path) -> None:
     from sjsonl.mindspore import SchemaMismatchError
-    from sjsonl.mindspore.adapters import STREAM_SAMPLE_ROWS
+    from sjsonl.mindspore.sources import STREAM_SAMPLE_ROWS
 
     n = STREAM_SAMPLE_ROWS + 50
     path = tmp_path / "s.jsonl"

@@ -11,7 +11,7 @@ import pytest
 import pyzstd
 
 from sjsonl import DataFileError, JSONLDataset, JSONLIndexer, RecordDecodeError, StaleIndexError
-from sjsonl.index.store import cache_index_path, default_cache_dir
+from sjsonl.index.layout import cache_index_path, default_cache_dir
 from sjsonl.sample import write_corpus
 from sjsonl.storage.compressed import GzipFile
 from sjsonl.storage.remote import RemoteFile

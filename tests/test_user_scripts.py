@@ -149,7 +149,7 @@ def test_skipping_bad_lines(made, tmp_path: Path) -> None:
 def test_find_bad_lines(made, tmp_path: Path) -> None:
     path, expected = _copy(made, "dirty", tmp_path)
     out = run_script(tmp_path, f"""
-        from sjsonl.records.badlines import find_bad_lines
+        from sjsonl.data.corpus import find_bad_lines
         print(json.dumps({{"bad": [[b.line, b.offset] for b in find_bad_lines({path.name!r})]}}))
     """)  # fmt: skip
     assert out["bad"] == expected["bad"]
@@ -228,7 +228,7 @@ def test_passes_inside_dataloader_workers(made, tmp_path: Path) -> None:
     files = [_copy(made, "dirty", tmp_path, f"w{k}.jsonl") for k in range(2)]
     out = run_script(tmp_path, f"""
         import sjsonl
-        from sjsonl.records.badlines import find_bad_lines
+        from sjsonl.data.corpus import find_bad_lines
         from torch.utils.data import DataLoader, Dataset, get_worker_info
 
         class Passes(Dataset):
@@ -256,7 +256,7 @@ def test_passes_inside_mindspore_workers(made, tmp_path: Path) -> None:
         import numpy as np
         import mindspore.dataset as msd
         import sjsonl
-        from sjsonl.records.badlines import find_bad_lines
+        from sjsonl.data.corpus import find_bad_lines
         HERE = os.getpid()
 
         class Passes:

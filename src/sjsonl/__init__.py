@@ -19,17 +19,17 @@ Example:
 Layers (each knows only the one below): :mod:`sjsonl.storage` → :mod:`sjsonl.index` →
 :mod:`sjsonl.records.decode` → :mod:`sjsonl.data.dataset` → :mod:`sjsonl.sampling` → adapters →
 :mod:`sjsonl.cli.main`. Views (:mod:`sjsonl.data.views`), mixtures (:mod:`sjsonl.data.mixture`), batches
-(:mod:`sjsonl.data.batching`) and background prefetch (:mod:`sjsonl.data.prefetch`) work on any of the
+(:mod:`sjsonl.data.views`) and background prefetch (:mod:`sjsonl.data.prefetch`) work on any of the
 datasets.
 """
 
 from sjsonl._version import __version__
-from sjsonl.data.batching import BatchedDataset
 from sjsonl.data.corpus import build_indexes
 from sjsonl.data.dataset import JSONLDataset
 from sjsonl.data.indexer import JSONLIndexer
 from sjsonl.data.mixture import MixtureDataset, concatenate_datasets, interleave_datasets
 from sjsonl.data.prefetch import Prefetcher
+from sjsonl.data.views import BatchedDataset
 from sjsonl.errors import (
     ArtifactWarning,
     BadLineWarning,

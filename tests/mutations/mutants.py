@@ -166,7 +166,7 @@ MUTANTS = [
     Mutant(
         "batches-shuffle-ignored",
         "ds.batch(n).shuffle(seed) returns the batches in file order",
-        "src/sjsonl/data/batching.py",
+        "src/sjsonl/data/views.py",
         "        if self._order is not None:\n            i = self._order[i]",
         "        if self._order is not None:\n            i = i",
         ("tests/test_decoder_agreement.py", "-k", "real_files or generated"),
@@ -214,7 +214,7 @@ MUTANTS = [
     Mutant(
         "iterable-shuffle-seed-off-by-one",
         "the 🤗-typed iterable's shuffle(seed) uses another seed",
-        "src/sjsonl/hf/iterable.py",
+        "src/sjsonl/data/transforms/iterable.py",
         "        return self._new(seed=seed)",
         "        return self._new(seed=seed + 1)",
         ("tests/test_trainers_trl.py", "-k", "iterable"),

@@ -323,7 +323,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SJSONLError, OSError, IndexError) as exc:
         error(clean(str(exc)))
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

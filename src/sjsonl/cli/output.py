@@ -30,8 +30,8 @@ from typing import IO, Any
 import orjson
 
 from sjsonl.errors import SJSONLError
+from sjsonl.index.layout import LEGACY_META_SUFFIX, default_index_path, seek_state_path
 from sjsonl.index.packed import index_names
-from sjsonl.index.store import LEGACY_META_SUFFIX, default_index_path, seek_state_path
 from sjsonl.records.badlines import badlines_path
 from sjsonl.records.decode import loads
 from sjsonl.records.schema import schema_cache_path

@@ -18,9 +18,10 @@ import numpy as np
 
 from sjsonl.cli.commands import clean, error, human_bytes, plural, size_summary
 from sjsonl.cli.output import OutputGuard, output_file
+from sjsonl.data.corpus import find_bad_lines
 from sjsonl.data.dataset import JSONLDataset
 from sjsonl.errors import SJSONLError
-from sjsonl.records.badlines import as_dict, find_bad_lines
+from sjsonl.records.badlines import as_dict
 from sjsonl.runtime.parallel import map_in_order
 from sjsonl.runtime.progress import Progress
 

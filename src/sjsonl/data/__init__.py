@@ -8,7 +8,7 @@
 - :mod:`~sjsonl.data.views` — order-only views (``shuffle``, ``select``, ``shard`` …);
 - :mod:`~sjsonl.data.transforms` — the 🤗-style transformations (``map``, ``filter``, columns, formats,
   splits);
-- :mod:`~sjsonl.data.mixture`, :mod:`~sjsonl.data.batching`, :mod:`~sjsonl.data.prefetch`,
+- :mod:`~sjsonl.data.mixture`, :mod:`~sjsonl.data.views`, :mod:`~sjsonl.data.prefetch`,
   :mod:`~sjsonl.data.readahead` — mixtures, batches, background prefetch, kernel read-ahead;
 - :mod:`~sjsonl.data.streaming` — :class:`~sjsonl.JSONLStream`, front to back with no index.
 """

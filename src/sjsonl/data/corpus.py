@@ -39,13 +39,12 @@ from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from sjsonl.data.dataset import JSONLDataset
-from sjsonl.data.document import layouts_for
+from sjsonl.data.document import layouts_for, open_data_files
 from sjsonl.data.indexer import InvalidRecordsError
 from sjsonl.errors import BadLineWarning, IndexBuildError, RecordDecodeError, SJSONLError
 from sjsonl.index.build import build_layout, load_or_build_index, save_index
 from sjsonl.index.packed import format_on_disk
-from sjsonl.records.badlines import MAX_REPORTED, check_policy
+from sjsonl.records.badlines import MAX_REPORTED, BadLines, bad_lines_of, check_policy, scan_file
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import is_url, open_storage
 from sjsonl.storage.zip import expand_archives
@@ -128,17 +127,14 @@ def index_file(
     bad: Sequence[Any] | None = None
     if on_bad_lines is not None:
         policy = check_policy(on_bad_lines)
-        ds = JSONLDataset(
-            path,
-            build_index_on_load=False,
-            index_dir=index_dir,
-            field=field,
+        # what JSONLDataset(on_bad_lines="skip") finds, and saves beside the index for it to read
+        files = open_data_files(
+            [path], build_index_on_load=False, index_dir=index_dir, field=field,
             storage_options=storage_options,
-            on_bad_lines="skip",
             workers=workers,  # in a daemonic worker (Dask's) the parse runs in-process (runtime.parallel)
             progress=progress,
-        )
-        bad = ds.bad_lines
+        )  # fmt: skip
+        bad = _bad_lines_of_files(files, workers, progress)
         if policy == "error" and bad:
             located = [
                 RecordDecodeError(b.path, b.line, b.offset, b.excerpt, b.reason) for b in bad[:MAX_REPORTED]
@@ -306,3 +302,29 @@ def build_indexes(
     if failures:
         raise IndexBuildError(failures, {items[i]: r.index_path for i, r in sorted(done.items())})
     return [done[i].index_path for i in range(len(items))]
+
+
+def find_bad_lines(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    workers: int | None = None,
+    progress: bool | None = None,
+    **open_kwargs: Any,
+) -> BadLines:
+    """Every line of ``path`` (a file or a list of files) that is not a valid JSON record, in file order
+    (a :class:`BadLines` sequence; ``record`` numbers count within each file).
+
+    ``workers`` processes parse large files; ``open_kwargs`` say how files open, as for
+    :class:`~sjsonl.JSONLDataset` (``index_dir=``, ``storage_options=``, ``field=``, ``allow_nan=``, …).
+    Nothing is cached: this always looks again.
+    """
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    files = open_data_files(paths, workers=workers, progress=progress, **open_kwargs)
+    found = [scan_file(f, workers, progress) for f in files]
+    return BadLines.join(found, [0] * len(found))
+
+
+def _bad_lines_of_files(files: Sequence[Any], workers: int | None, progress: bool | None) -> BadLines:
+    """The bad lines of ``files`` as one sequence, each file's from its sidecar or found (and saved)."""
+    found = [bad_lines_of(f, workers, progress) for f in files]
+    return BadLines.join(found, [0] * len(found))

@@ -399,6 +399,12 @@ class JSONLDataset(Views, HFSurface):
         view._plain = view._plain and self._decode is None
         return view
 
+    def _with_decode(self, decode: Callable[[Any], Any]) -> JSONLDataset:
+        """A view whose records are decoded by ``decode`` (a projection: see ``select_columns``)."""
+        view = copy.copy(self)
+        view._decode, view._plain = decode, False
+        return view
+
     def _locate(self, base: int) -> tuple[IndexedFile, int]:
         if self._single is not None:
             return self._single, base

@@ -41,15 +41,21 @@ import mmap
 import os
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.storage import LocalFile
+from sjsonl.storage import LocalFile, Storage
 
-if TYPE_CHECKING:
-    from sjsonl.data.source import IndexedFile
+
+class IndexedFile(Protocol):
+    """What read-ahead needs of a file (:class:`sjsonl.data.source.IndexedFile`, which calls it): its storage
+    and how many records to hint ahead (0: off). Named here so that this module does not import it back."""
+
+    storage: Storage
+    readahead: int
+
 
 #: Records hinted ahead when ``readahead()`` is called without a count: enough outstanding reads to
 #: keep a virtio/NVMe queue busy, few enough pages (≤ 2 windows) to never crowd a small page cache.

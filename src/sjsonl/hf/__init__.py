@@ -6,8 +6,8 @@
   them;
 - :mod:`~sjsonl.hf.convert` — :func:`to_hf` (sjsonl data as a 🤗 ``Dataset``/``IterableDataset``) and
   :func:`hf_kind` (a 🤗 object recognised without importing 🤗);
-- :mod:`~sjsonl.hf.dataset` and :mod:`~sjsonl.hf.iterable` — sjsonl data that *is* a 🤗 ``Dataset`` or
-  ``IterableDataset``, for code that checks types.
+- :mod:`~sjsonl.hf.dataset` — sjsonl data that *is* a 🤗 ``Dataset``, for code that checks types (the
+  ``IterableDataset`` twin is ``JSONLDataset.to_iterable_dataset()``, :mod:`sjsonl.data.transforms.iterable`).
 """
 
 from sjsonl.hf.convert import DEFAULT_SHARDS, hf_kind, to_hf

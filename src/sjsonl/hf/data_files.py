@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Union
 
 from sjsonl.errors import DataFileNotFoundError, InvalidArgumentError, SJSONLError, SplitError
-from sjsonl.index.store import is_index_artifact
+from sjsonl.index.layout import is_index_artifact
 from sjsonl.storage import is_url
 from sjsonl.storage.zip import split_member, zip_members
 

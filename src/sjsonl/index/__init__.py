@@ -5,9 +5,10 @@
 - :mod:`.build` — build / find / validate the index of one file.
 """
 
-from sjsonl.index.build import LoadedIndex, build_offsets, find_index, line_number_at, load_or_build_index
+from sjsonl.index.build import build_offsets, find_index, line_number_at, load_or_build_index
+from sjsonl.index.layout import IndexMeta, LoadedIndex, default_index_path
 from sjsonl.index.scan import offset_dtype, scan_record_starts
-from sjsonl.index.store import DataStamp, IndexMeta, default_index_path, write_index
+from sjsonl.index.store import DataStamp, write_index
 
 __all__ = [
     "DataStamp",

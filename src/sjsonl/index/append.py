@@ -35,31 +35,19 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sjsonl.errors import IndexFileError, SJSONLError, StaleDataError
+from sjsonl.index.layout import _TAIL, TRAILER_MAGIC, IndexFile, IndexMeta, LoadedIndex
 from sjsonl.index.packed import PackedOffsets, index_names
 from sjsonl.index.scan import DataChangedWhileScanning, offset_dtype, scan_file
-from sjsonl.index.store import (
-    _TAIL,
-    TRAILER_MAGIC,
-    IndexFile,
-    IndexMeta,
-    meta_of,
-    read_index,
-    warn_not_saved,
-    write_index,
-    write_index_somewhere,
-)
+from sjsonl.index.store import meta_of, read_index, warn_not_saved, write_index, write_index_somewhere
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import DataStamp, LocalFile, Storage
 from sjsonl.storage.content import LEAF_BYTES, content_of, leaf_digest, leaf_digests
 from sjsonl.storage.trust import read_only_reason
-
-if TYPE_CHECKING:  # .build imports this module
-    from sjsonl.index.build import LoadedIndex
 
 #: Appended bytes up to which one thread scans (starting scan threads costs more than they save).
 _ONE_THREAD_BYTES = 64 << 20
@@ -144,7 +132,6 @@ def extend_grown_index(
 ) -> LoadedIndex | None:
     """The index of ``storage`` extended over the bytes appended since it was built, written over the old
     one; ``None`` when no index on disk describes a prefix of the data as it is now."""
-    from sjsonl.index.build import LoadedIndex
 
     if not isinstance(storage, LocalFile):  # compressed, archived, remote: rebuilt by the caller
         return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,16 +23,19 @@ import numpy as np
 from sjsonl.errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
 from sjsonl.index.append import complete_lines, extend_grown_index
 from sjsonl.index.elements import NotADocument, field_of, scan_elements
+from sjsonl.index.layout import (
+    LEGACY_META_SUFFIX,
+    IndexFile,
+    LoadedIndex,
+    default_cache_dir,
+    index_dir_from_env,
+    seek_state_path,
+)
 from sjsonl.index.packed import PACKED_SUFFIX, explicit_is_compact, format_on_disk, index_names, wants_compact
 from sjsonl.index.scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from sjsonl.index.store import (
-    LEGACY_META_SUFFIX,
-    IndexFile,
-    default_cache_dir,
-    index_dir_from_env,
     meta_of,
     read_index,
-    seek_state_path,
     warn_not_saved,
     write_index,
     write_index_somewhere,
@@ -163,22 +166,6 @@ def build_layout(
             storage.pin(final)
             return offsets, final, found_layout
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
-
-
-@dataclass
-class LoadedIndex:
-    offsets: Any  # a numpy array, or a compact index's PackedOffsets (sjsonl.index.packed)
-    stamp: DataStamp
-    path: str | None  # where it lives on disk (None: in memory only)
-    checksum: int = 0  # CRC-32 of the offsets, as recorded in the index file
-    layout: str = ""  # what the offsets start ("": lines; else elements of a JSON document)
-    origin: str = "found"  # "found" on disk, "extended" after an append, or "built" now
-    verified: bool = True  # False: read with find_index(defer_verify=True), checks still to run
-
-    @property
-    def compact(self) -> bool:
-        """Whether the offsets come from a compact index file (:mod:`sjsonl.index.packed`)."""
-        return bool(getattr(self.offsets, "is_compact", False))
 
 
 def refuse_data_file_as_index(data_path: str, index_path: str | None, index_dir: str | None) -> None:

@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.index.packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
-from sjsonl.index.store import (
+from sjsonl.index.layout import (
     _TAIL,
     PACKED_MAGIC,
     TRAILER_MAGIC,
@@ -52,6 +51,7 @@ from sjsonl.index.store import (
     artifact_path,
     candidate_index_paths,
 )
+from sjsonl.index.packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
 from sjsonl.storage import map_readonly
 from sjsonl.storage.atomic import _atomic_write
 

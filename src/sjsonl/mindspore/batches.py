@@ -44,6 +44,7 @@ import numpy as np
 from sjsonl.data.views import read_positions
 from sjsonl.errors import InvalidArgumentError
 from sjsonl.mindspore.columns import _FILL, Schema
+from sjsonl.mindspore.context import check_shard, configured_seed
 from sjsonl.sampling.distributed import Cursor, check_count, check_state, epoch_order, is_int
 from sjsonl.sampling.maps import RangeMap
 
@@ -65,12 +66,10 @@ class BatchSource:
     ) -> None:
         if int(batch_size) < 1:
             raise InvalidArgumentError(f"batch_size must be at least 1, got {batch_size}")
-        from sjsonl.mindspore.adapters import _check_shard
-
         self.data, self.schema, self.batch_size = data, schema, int(batch_size)
         self.drop_remainder, self.shuffle = bool(drop_remainder), bool(shuffle)
         self.seed = seed
-        self.step, self.first = _check_shard(num_shards, shard_id)
+        self.step, self.first = check_shard(num_shards, shard_id)
         self.rows = self._rows_after(0)  # this shard's records per epoch
         self._cursor = Cursor()
         self._active = False  # a pass has taken its first batch and not reached its end
@@ -119,8 +118,6 @@ class BatchSource:
         one: every rank must draw the same order for the shards to be disjoint."""
         if self.seed is not None or not self.shuffle:
             return int(self.seed or 0)
-        from sjsonl.mindspore.adapters import configured_seed
-
         configured = configured_seed()
         return 0 if configured is None else configured
 

@@ -10,7 +10,7 @@ meanwhile raises :class:`~sjsonl.errors.StaleDataError`). So time to first batch
 file's size. A shuffled epoch needs the index for its order, so ``shuffle=True`` waits for it as usual.
 
 Column types: ``features=`` when given, else the first rows (``infer_rows``, or
-:data:`~sjsonl.mindspore.adapters.STREAM_SAMPLE_ROWS`)
+:data:`~sjsonl.mindspore.sources.STREAM_SAMPLE_ROWS`)
 give *provisional* types. With ``infer_rows=None`` (the default: every row) the background thread then
 infers them from every row, as a normal open does (and caches them with the index); if they differ from the
 provisional ones the pass stops with a :class:`~sjsonl.mindspore.columns.SchemaMismatchError` saying so —
@@ -56,6 +56,8 @@ from sjsonl.hf.data_files import resolve_data_files
 from sjsonl.hf.load import load_dataset as load_jsonl
 from sjsonl.mindspore.batches import BatchSource, batch_column_names, batch_columns
 from sjsonl.mindspore.columns import Schema, SchemaMismatchError
+from sjsonl.mindspore.context import check_shard
+from sjsonl.mindspore.sources import make_schema, source_for
 
 _PLAIN_SPLIT = re.compile(r"[\w.-]+")
 
@@ -156,10 +158,8 @@ class EarlySource:
         batch_size: int | None = None,
         drop_remainder: bool = False,
     ) -> None:
-        from sjsonl.mindspore.adapters import _check_shard
-
         self.early, self.schema = early, schema
-        self.step, self.first = _check_shard(num_shards, shard_id)
+        self.step, self.first = check_shard(num_shards, shard_id)
         self.batch_size, self.drop_remainder = batch_size, drop_remainder
         if batch_size is not None:
             BatchSource([], schema, batch_size)  # the same argument checks as the indexed passes get
@@ -187,9 +187,7 @@ class EarlySource:
 
     def _through_index(self) -> Iterator[tuple[np.ndarray, ...]]:
         if self._indexed is None:
-            from sjsonl.mindspore.adapters import make_source
-
-            self._indexed = make_source(
+            self._indexed = source_for(
                 self.early.dataset(),
                 schema=self.schema,
                 num_shards=self.step,
@@ -287,8 +285,6 @@ def early_source(
     """An early-started split's source (what :func:`~sjsonl.mindspore.make_source` gives for an
     :class:`EarlyStart`): provisional column types now and, when every row's types were asked for
     (``infer_rows=None``, no ``features``), their check on the background thread."""
-    from sjsonl.mindspore.adapters import make_schema
-
     names = [column_names] if isinstance(column_names, str) else column_names
 
     def chosen(s: Schema) -> Schema:

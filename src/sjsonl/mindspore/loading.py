@@ -54,8 +54,9 @@ from typing import Any
 from sjsonl.errors import UnsupportedArgumentError, require
 from sjsonl.hf.data_files import is_jsonl_source
 from sjsonl.hf.load import load_dataset as load_jsonl
-from sjsonl.mindspore.adapters import DEFAULT_INFER_ROWS, to_generator_dataset
+from sjsonl.mindspore.adapters import to_generator_dataset
 from sjsonl.mindspore.early import early_splits
+from sjsonl.mindspore.sources import DEFAULT_INFER_ROWS
 
 
 def _mindnlp_structure(result: Any, split: Any, convert) -> Any:

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,7 +38,7 @@ import numpy as np
 
 from sjsonl.errors import BadLineWarning as BadLineWarning
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.index.store import artifact_path
+from sjsonl.index.layout import artifact_path
 from sjsonl.records.decode import DECODE_ERRORS, excerpt, fallback_loads, fast_loads, loads
 from sjsonl.records.schema import map_record_chunks
 from sjsonl.storage import byte_view, count_newlines
@@ -287,26 +286,6 @@ def bad_lines_of(f: Any, workers: int | None = None, progress: bool | None = Non
         records, lines = part.records.astype("<i8"), part.lines.astype("<i8")
         write_sidecar(where, BADLINES_MAGIC, key, counts, records, lines)
     return bad
-
-
-def find_bad_lines(
-    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    *,
-    workers: int | None = None,
-    progress: bool | None = None,
-    **dataset_kwargs: Any,
-) -> BadLines:
-    """Every line of ``path`` (a file or a list of files) that is not a valid JSON record, in file order
-    (a :class:`BadLines` sequence; ``record`` numbers count within each file).
-
-    ``workers`` processes parse large files; ``dataset_kwargs`` go to :class:`~sjsonl.JSONLDataset`
-    (``index_dir=``, ``storage_options=``, …). Nothing is cached: this always looks again.
-    """
-    from sjsonl.data.dataset import JSONLDataset
-
-    ds = JSONLDataset(path, workers=workers, progress=progress, **dataset_kwargs)
-    found = [scan_file(f, workers, progress) for f in ds._files]
-    return BadLines.join(found, [0] * len(found))
 
 
 def report(bad: Sequence[BadLine], limit: int = 5) -> str:

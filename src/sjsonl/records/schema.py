@@ -55,7 +55,7 @@ import numpy as np
 import orjson
 
 from sjsonl.errors import ColumnNotFoundError, InvalidArgumentError
-from sjsonl.index.store import artifact_path
+from sjsonl.index.layout import artifact_path
 from sjsonl.runtime.parallel import map_in_order, worker_count
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage.sidecar import index_key, read_sidecar, write_sidecar

@@ -37,13 +37,31 @@ import io
 import os
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sjsonl.errors import DataFileError, MissingDependencyError, StaleDataError, require
+from sjsonl.storage.base import Storage
 from sjsonl.storage.local import LocalFile
 
-if TYPE_CHECKING:
-    from sjsonl.storage.compressed import GzipFile
+
+class GzipFile(Protocol):
+    """What the build pass needs of :class:`sjsonl.storage.compressed.GzipFile` (which calls it: named here
+    so that this module, one layer of that class, does not import it back)."""
+
+    path: str
+    source: Storage
+    build_backend: str
+    _size: int | None
+    _seek_size: int | None
+    _state: Any
+
+    def read(self, start: int, end: int) -> bytes: ...
+    def _stored(self) -> int: ...
+    def _compressed(self) -> Any: ...
+    def _failed(self, exc: BaseException) -> Exception: ...
+    def _handle(self) -> tuple[threading.Lock, Any]: ...
+    def _new_handle(self) -> Any: ...
+
 
 #: The environment variable that picks the decompressor of the index build (see :func:`build_backend`).
 BUILD_ENV = "SJSONL_GZIP_BUILD"
@@ -143,10 +161,11 @@ class ParallelPass:
                 reader.close()
 
 
-def build_pass(gz: GzipFile, chunk_bytes: int) -> Iterator[bytes]:
+def build_pass(gz: GzipFile, chunk_bytes: int, spacing: int) -> Iterator[bytes]:
     """``gz``'s decompressed bytes front to back, ``chunk_bytes`` at a time (what
     :meth:`GzipFile.chunks <sjsonl.storage.compressed.GzipFile.chunks>` yields). The pass leaves ``gz``
-    knowing its decompressed size and holding every seek point; it refuses a truncated file.
+    knowing its decompressed size and holding every seek point (about one per ``spacing`` bytes); it refuses a
+    truncated file.
 
     Example:
         >>> import gzip, os, tempfile
@@ -155,15 +174,13 @@ def build_pass(gz: GzipFile, chunk_bytes: int) -> Iterator[bytes]:
         >>> _ = open(path, "wb").write(gzip.compress(b"[1]\\n[2]\\n"))
         >>> for backend in ("rapidgzip", "indexed_gzip"):
         ...     f = GzipFile(LocalFile(path), build_backend=backend)
-        ...     print(backend, b"".join(build_pass(f, 1 << 20)), f.size)
+        ...     print(backend, b"".join(build_pass(f, 1 << 20, 1 << 20)), f.size)
         rapidgzip b'[1]\\n[2]\\n' 8
         indexed_gzip b'[1]\\n[2]\\n' 8
     """
-    from sjsonl.storage.compressed import GZIP_SPACING  # read at call time: tests make the points denser
-
     pos = 0
     if gz.build_backend == "rapidgzip" and isinstance(gz.source, LocalFile) and gz._stored():
-        build = ParallelPass(gz._compressed(), GZIP_SPACING)
+        build = ParallelPass(gz._compressed(), spacing)
         try:
             for data in build.chunks(chunk_bytes):
                 pos += len(data)

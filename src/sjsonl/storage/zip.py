@@ -15,7 +15,7 @@ agree with the directory. Two members under one name are refused — the archive
 member opened by that name — rather than read as one of them (``unzip`` would keep the last, and 🤗
 reads the same bytes twice): re-create the archive with distinct names. Every other member stays
 readable by its name. Member index names keep the whole member name (``a.zip::x%2Ft.jsonl.index.npy``,
-:func:`~sjsonl.index.store.default_index_path`), so no two members share an index, however they are named.
+:func:`~sjsonl.index.layout.default_index_path`), so no two members share an index, however they are named.
 
 Every member is pinned to the archive's version: any change to the ``.zip`` makes each member's index
 stale, and an open dataset refuses the new bytes.

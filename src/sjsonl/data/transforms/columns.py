@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sjsonl.data.transforms.pipeline import Pipeline
+from sjsonl.data.transforms.protocol import D
 from sjsonl.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from sjsonl.data.dataset import JSONLDataset
     from sjsonl.records.schema import ColumnType, RecordSchema
 
 
@@ -70,13 +70,13 @@ class ColumnsStage:
         return out
 
 
-def _file_schema(ds: JSONLDataset) -> RecordSchema:
+def _file_schema(ds: D) -> RecordSchema:
     from sjsonl.records.schema import infer_schema
 
     return infer_schema(ds)
 
 
-def schema(ds: JSONLDataset) -> RecordSchema:
+def schema(ds: D) -> RecordSchema:
     """The schema behind ``column_names`` and ``features`` (see the module docstring).
 
     Example:
@@ -105,14 +105,14 @@ def schema(ds: JSONLDataset) -> RecordSchema:
     return RecordSchema.from_dict({**d, "columns": cols})
 
 
-def _pre_output(ds: JSONLDataset) -> list[Any]:
+def _pre_output(ds: D) -> list[Any]:
     # The first row as the pipeline makes it, before a format or 🤗 transform changes its shape.
     pipe = Pipeline.of(ds._transform)
     view = ds._with_pipeline(pipe.with_output(None)) if pipe.output is not None else ds
     return view[:1]
 
 
-def column_names(ds: JSONLDataset) -> list[str]:
+def column_names(ds: D) -> list[str]:
     """🤗 ``column_names``: top-level keys, in order (``["value"]`` for rows that are not objects)."""
     s = schema(ds)
     return s.column_names + (["value"] if s.value is not None and "value" not in s.column_names else [])
@@ -135,7 +135,7 @@ def to_feature(t: ColumnType) -> Any:
     return feature
 
 
-def features(ds: JSONLDataset) -> Any:
+def features(ds: D) -> Any:
     """🤗 ``features`` (a ``datasets.Features``) from the same schema as :func:`column_names`."""
     s = schema(ds)
     import datasets
@@ -146,7 +146,7 @@ def features(ds: JSONLDataset) -> Any:
     return datasets.Features(out)
 
 
-def column(ds: JSONLDataset, name: str) -> list[Any]:
+def column(ds: D, name: str) -> list[Any]:
     """``ds["col"]``: the column as a list, in the dataset's order (only that field is decoded when the
     dataset has no ``map``)."""
     names = column_names(ds)
@@ -161,7 +161,7 @@ def _names(columns: str | Sequence[str]) -> list[str]:
     return [columns] if isinstance(columns, str) else list(columns)
 
 
-def _check(ds: JSONLDataset, wanted: Sequence[str], what: str) -> None:
+def _check(ds: D, wanted: Sequence[str], what: str) -> None:
     names = column_names(ds)
     missing = [c for c in wanted if c not in names]
     if missing:
@@ -170,14 +170,14 @@ def _check(ds: JSONLDataset, wanted: Sequence[str], what: str) -> None:
         )
 
 
-def remove_columns(ds: JSONLDataset, columns: str | Sequence[str], **_: Any) -> JSONLDataset:
+def remove_columns(ds: D, columns: str | Sequence[str], **_: Any) -> D:
     """🤗 ``remove_columns`` (a view)."""
     cols = _names(columns)
     _check(ds, cols, "")
     return ds._with_pipeline(Pipeline.of(ds._transform).then(ColumnsStage(drop=cols)))
 
 
-def rename_columns(ds: JSONLDataset, mapping: Mapping[str, str], **_: Any) -> JSONLDataset:
+def rename_columns(ds: D, mapping: Mapping[str, str], **_: Any) -> D:
     """🤗 ``rename_columns`` (a view)."""
     _check(ds, list(mapping), "")
     taken = set(column_names(ds)) - set(mapping)
@@ -187,11 +187,9 @@ def rename_columns(ds: JSONLDataset, mapping: Mapping[str, str], **_: Any) -> JS
     return ds._with_pipeline(Pipeline.of(ds._transform).then(ColumnsStage(rename=mapping)))
 
 
-def select_columns(ds: JSONLDataset, columns: str | Sequence[str]) -> JSONLDataset:
+def select_columns(ds: D, columns: str | Sequence[str]) -> D:
     """🤗 ``select_columns``: a projection at decode time (only those fields are parsed) when nothing
     transforms the rows yet; else a column stage after the transforms."""
-    import copy
-
     from sjsonl.records.fields import Projection
 
     cols = _names(columns)
@@ -200,7 +198,5 @@ def select_columns(ds: JSONLDataset, columns: str | Sequence[str]) -> JSONLDatas
             "select_columns on a dataset already decoded by fields= or schema=: ask for the columns there"
         )
     if ds._transform is None:
-        view = copy.copy(ds)
-        view._decode, view._plain = Projection(cols, ds._allow_nan), False
-        return view
+        return ds._with_decode(Projection(cols, ds._allow_nan))
     return ds._with_pipeline(Pipeline.of(ds._transform).then(ColumnsStage(select=cols)))

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sjsonl.data.transforms.map import rows_to_batch
+from sjsonl.data.transforms.protocol import D
 from sjsonl.errors import InvalidArgumentError
-
-if TYPE_CHECKING:
-    from sjsonl.data.dataset import JSONLDataset
 
 
 def _dicts(rows: list[Any]) -> list[dict]:
@@ -53,17 +51,17 @@ def iter_batches(
         yield batch_of(rows)
 
 
-def to_list(ds: JSONLDataset) -> list[Any]:
+def to_list(ds: D) -> list[Any]:
     """🤗 ``to_list``: every row, in order (all in memory)."""
     return list(ds)
 
 
-def to_dict(ds: JSONLDataset) -> dict[str, list]:
+def to_dict(ds: D) -> dict[str, list]:
     """🤗 ``to_dict``: the columns as lists (all in memory)."""
     return batch_of(list(ds))
 
 
-def to_pandas(ds: JSONLDataset) -> Any:
+def to_pandas(ds: D) -> Any:
     """🤗 ``to_pandas``: a ``pandas.DataFrame`` of every row (needs pandas)."""
     from sjsonl.errors import require
 

@@ -37,16 +37,14 @@ import os
 import pickle
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sjsonl.data.transforms.map import rows_to_batch
+from sjsonl.data.transforms.protocol import D
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError
 from sjsonl.runtime.parallel import ShippingError, map_in_order
-
-if TYPE_CHECKING:
-    from sjsonl.data.dataset import JSONLDataset
 
 _BLOCK = 1000
 _ACCEPTED = frozenset({"desc", "keep_in_memory", "writer_batch_size", "fn_kwargs_hash", "suffix_template"})
@@ -76,7 +74,7 @@ class _Predicate:
         return np.fromiter((bool(self._call(r, lo + k)) for k, r in enumerate(rows)), bool, len(rows))
 
 
-def _kept(ds: JSONLDataset, pred: _Predicate, lo: int, hi: int, batch_size: int) -> np.ndarray:
+def _kept(ds: D, pred: _Predicate, lo: int, hi: int, batch_size: int) -> np.ndarray:
     out = []
     for a in range(lo, hi, batch_size):
         b = min(hi, a + batch_size)
@@ -84,7 +82,7 @@ def _kept(ds: JSONLDataset, pred: _Predicate, lo: int, hi: int, batch_size: int)
     return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
-def _kept_job(job: tuple[JSONLDataset, _Predicate], lo: int, hi: int, batch_size: int) -> np.ndarray:
+def _kept_job(job: tuple[D, _Predicate], lo: int, hi: int, batch_size: int) -> np.ndarray:
     return _kept(*job, lo, hi, batch_size)
 
 
@@ -100,7 +98,7 @@ def _fingerprint(obj: Any) -> Any:
     return repr(obj)
 
 
-def _cache_key(ds: JSONLDataset, pred: _Predicate, batch_size: int) -> str:
+def _cache_key(ds: D, pred: _Predicate, batch_size: int) -> str:
     from sjsonl.data.transforms.pipeline import Pipeline
 
     key = {
@@ -136,7 +134,7 @@ def _save(path: str, key: str, kept: np.ndarray) -> None:
 
 
 def filter_dataset(
-    ds: JSONLDataset,
+    ds: D,
     function: Callable[..., Any] | None = None,
     with_indices: bool = False,
     input_columns: str | Sequence[str] | None = None,
@@ -147,7 +145,7 @@ def filter_dataset(
     cache_file_name: str | os.PathLike[str] | None = None,
     load_from_cache_file: bool | None = None,
     **kwargs: Any,
-) -> JSONLDataset:
+) -> D:
     """``ds.filter(...)``: see the module docstring. ``desc``, ``keep_in_memory`` are accepted (no bar is
     drawn; nothing is written unless ``cache_file_name`` is given).
 

@@ -28,16 +28,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sjsonl.data.transforms.map import batch_to_rows, rows_to_batch
 from sjsonl.data.transforms.pipeline import Pipeline
+from sjsonl.data.transforms.protocol import D
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError
-
-if TYPE_CHECKING:
-    from sjsonl.data.dataset import JSONLDataset
 
 FORMATS = (None, "python", "numpy", "np", "torch", "pt")
 
@@ -136,12 +134,12 @@ class BatchTransform:
 
 
 def with_format(
-    ds: JSONLDataset,
+    ds: D,
     type: str | None = None,
     columns: Sequence[str] | None = None,
     output_all_columns: bool = False,
     **format_kwargs: Any,
-) -> JSONLDataset:
+) -> D:
     """🤗 ``with_format`` (a view). ``format_kwargs`` (e.g. a dtype) are not supported and raise."""
     if format_kwargs:
         raise ArgumentTypeError(f"with_format() does not take {sorted(format_kwargs)} in sjsonl")
@@ -155,17 +153,17 @@ def with_format(
 
 
 def with_transform(
-    ds: JSONLDataset,
+    ds: D,
     transform: Callable[[dict], Any] | None,
     columns: Sequence[str] | None = None,
     output_all_columns: bool = False,
-) -> JSONLDataset:
+) -> D:
     """🤗 ``with_transform`` (a view): ``transform`` takes a batch (see the module docstring)."""
     stage = None if transform is None else BatchTransform(transform, columns, output_all_columns)
     return ds._with_pipeline(Pipeline.of(ds._transform).with_output(stage))
 
 
-def describe(ds: JSONLDataset) -> dict[str, Any]:
+def describe(ds: D) -> dict[str, Any]:
     """🤗 ``format``: ``{"type", "format_kwargs", "columns", "output_all_columns"}`` (type None: Python)."""
     out = Pipeline.of(ds._transform).output
     if out is None:

@@ -33,15 +33,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sjsonl.data.transforms.pipeline import Pipeline
+from sjsonl.data.transforms.protocol import D
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError
-
-if TYPE_CHECKING:
-    from sjsonl.data.dataset import JSONLDataset
 
 # 🤗 keywords that concern its eager Arrow writing: accepted, nothing to do for a lazy map.
 IGNORED = frozenset(
@@ -174,7 +172,7 @@ class MapStage:
         return out
 
 
-def _positions(ds: JSONLDataset) -> np.ndarray | None:
+def _positions(ds: D) -> np.ndarray | None:
     """Base index → position in ``ds``, for ``with_indices`` on a view (None: positions are base indices)."""
     if ds._order is None:
         return None
@@ -189,7 +187,7 @@ def _positions(ds: JSONLDataset) -> np.ndarray | None:
 
 
 def map_dataset(
-    ds: JSONLDataset,
+    ds: D,
     function: Callable[..., Any] | None = None,
     with_indices: bool = False,
     input_columns: str | Sequence[str] | None = None,
@@ -198,7 +196,7 @@ def map_dataset(
     remove_columns: str | Sequence[str] | None = None,
     fn_kwargs: Mapping[str, Any] | None = None,
     **kwargs: Any,
-) -> JSONLDataset:
+) -> D:
     """``ds.map(...)``: see the module docstring.
 
     Example:

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from math import ceil, floor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from sjsonl.data.transforms.protocol import D
 from sjsonl.errors import InvalidArgumentError
-
-if TYPE_CHECKING:
-    from sjsonl.data.dataset import JSONLDataset
 
 
 class DatasetDict(dict):
@@ -124,7 +122,7 @@ def _sizes(n: int, test_size: float | int | None, train_size: float | int | None
 
 
 def train_test_split(
-    ds: JSONLDataset,
+    ds: D,
     test_size: float | int | None = None,
     train_size: float | int | None = None,
     shuffle: bool = True,

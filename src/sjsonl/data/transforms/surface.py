@@ -14,17 +14,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sjsonl.data.transforms import columns as _columns
 from sjsonl.data.transforms import export as _export
 from sjsonl.data.transforms import format as _format
 from sjsonl.data.transforms.filter import filter_dataset
 from sjsonl.data.transforms.map import map_dataset
+from sjsonl.data.transforms.protocol import D
 from sjsonl.data.transforms.splits import DatasetDict, train_test_split
-
-if TYPE_CHECKING:  # the dataset imports this mixin
-    from sjsonl.data.dataset import JSONLDataset
 
 
 class HFSurface:
@@ -32,95 +30,94 @@ class HFSurface:
     typed ``Any`` here because a mixin cannot name its subclass as its ``self`` type)."""
 
     @property
-    def num_rows(self: Any) -> int:
+    def num_rows(self: D) -> int:
         """🤗 ``num_rows``: ``len(ds)``."""
         return self._len
 
     @property
-    def column_names(self: Any) -> list[str]:
+    def column_names(self: D) -> list[str]:
         """🤗 ``column_names``, from the schema of all rows (:mod:`sjsonl.data.transforms.columns`)."""
         return _columns.column_names(self)
 
     @property
-    def features(self: Any) -> Any:
+    def features(self: D) -> Any:
         """🤗 ``features`` (``datasets.Features``), from the same schema as ``column_names``."""
         return _columns.features(self)
 
     @property
-    def format(self: Any) -> dict[str, Any]:
+    def format(self: D) -> dict[str, Any]:
         """🤗 ``format``: ``{"type": None | "numpy" | "torch" | "custom", ...}``."""
         return _format.describe(self)
 
-    def map(self: Any, function: Callable[..., Any] | None = None, **kwargs: Any) -> JSONLDataset:
+    def map(self: D, function: Callable[..., Any] | None = None, **kwargs: Any) -> D:
         """🤗 ``map``, lazy (:mod:`sjsonl.data.transforms.map`)."""
         return map_dataset(self, function, **kwargs)
 
-    def filter(self: Any, function: Callable[..., Any] | None = None, **kwargs: Any) -> JSONLDataset:
+    def filter(self: D, function: Callable[..., Any] | None = None, **kwargs: Any) -> D:
         """🤗 ``filter``: a sub-index computed once (:mod:`sjsonl.data.transforms.filter`)."""
         return filter_dataset(self, function, **kwargs)
 
-    def remove_columns(self: Any, column_names: str | Sequence[str], **kwargs: Any) -> JSONLDataset:
+    def remove_columns(self: D, column_names: str | Sequence[str], **kwargs: Any) -> D:
         """🤗 ``remove_columns`` (a view)."""
         return _columns.remove_columns(self, column_names, **kwargs)
 
-    def rename_column(
-        self: Any, original_column_name: str, new_column_name: str, **kwargs: Any
-    ) -> JSONLDataset:
+    def rename_column(self: D, original_column_name: str, new_column_name: str, **kwargs: Any) -> D:
         """🤗 ``rename_column`` (a view)."""
         return _columns.rename_columns(self, {original_column_name: new_column_name})
 
-    def rename_columns(self: Any, column_mapping: dict[str, str], **kwargs: Any) -> JSONLDataset:
+    def rename_columns(self: D, column_mapping: dict[str, str], **kwargs: Any) -> D:
         """🤗 ``rename_columns`` (a view)."""
         return _columns.rename_columns(self, column_mapping)
 
     def with_format(
-        self: Any, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
-    ) -> JSONLDataset:
+        self: D, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
+    ) -> D:
         """🤗 ``with_format("numpy" | "torch" | "python")`` (:mod:`sjsonl.data.transforms.format`)."""
         return _format.with_format(self, type, columns, **kwargs)
 
     def set_format(
-        self: Any, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
+        self: D, type: str | None = None, columns: Sequence[str] | None = None, **kwargs: Any
     ) -> None:
         """🤗 ``set_format``: ``with_format`` in place."""
         self.__dict__.update(self.with_format(type, columns, **kwargs).__dict__)
 
-    def reset_format(self: Any) -> None:
+    def reset_format(self: D) -> None:
         """🤗 ``reset_format``: Python objects again (removes a format or transform)."""
         self.set_format(None)
 
-    def with_transform(self: Any, transform: Callable[[dict], Any] | None, **kwargs: Any) -> JSONLDataset:
+    def with_transform(self: D, transform: Callable[[dict], Any] | None, **kwargs: Any) -> D:
         """🤗 ``with_transform``: ``transform`` takes a BATCH (dict of lists); for a function of one record
         use ``JSONLDataset(..., transform=)`` or ``map`` (:mod:`sjsonl.data.transforms.format`)."""
         return _format.with_transform(self, transform, **kwargs)
 
-    def set_transform(self: Any, transform: Callable[[dict], Any] | None, **kwargs: Any) -> None:
+    def set_transform(self: D, transform: Callable[[dict], Any] | None, **kwargs: Any) -> None:
         """🤗 ``set_transform``: ``with_transform`` in place."""
         self.__dict__.update(self.with_transform(transform, **kwargs).__dict__)
 
-    def train_test_split(self: Any, test_size: float | int | None = None, **kwargs: Any) -> DatasetDict:
+    def train_test_split(self: D, test_size: float | int | None = None, **kwargs: Any) -> DatasetDict:
         """🤗 ``train_test_split``: ``{"train", "test"}`` views (:mod:`sjsonl.data.transforms.splits`)."""
         return train_test_split(self, test_size, **kwargs)
 
-    def iter(self: Any, batch_size: int, drop_last_batch: bool = False) -> Iterator[dict[str, list]]:
+    def iter(self: D, batch_size: int, drop_last_batch: bool = False) -> Iterator[dict[str, list]]:
         """🤗 ``iter``: batches as dicts of lists (:mod:`sjsonl.data.transforms.export`)."""
         return _export.iter_batches(self, batch_size, drop_last_batch)
 
-    def to_list(self: Any) -> list[Any]:
+    def to_list(self: D) -> list[Any]:
         """🤗 ``to_list``: every row."""
         return _export.to_list(self)
 
-    def to_dict(self: Any, **kwargs: Any) -> dict[str, list]:
+    def to_dict(self: D, **kwargs: Any) -> dict[str, list]:
         """🤗 ``to_dict``: the columns as lists."""
         return _export.to_dict(self)
 
-    def to_pandas(self: Any, **kwargs: Any) -> Any:
+    def to_pandas(self: D, **kwargs: Any) -> Any:
         """🤗 ``to_pandas``: a DataFrame."""
         return _export.to_pandas(self)
 
-    def to_iterable_dataset(self: Any, num_shards: int | None = None) -> Any:
+    def to_iterable_dataset(self: D, num_shards: int | None = None) -> Any:
         """A real ``datasets.IterableDataset`` backed by this dataset — no Arrow copy — with ``len()``, exact
-        shuffles reseeded by ``set_epoch`` and record-level ``shard`` (:mod:`sjsonl.hf.iterable`)."""
-        from sjsonl.hf.iterable import to_iterable_dataset
+        shuffles reseeded by ``set_epoch`` and record-level ``shard``
+        (:mod:`sjsonl.data.transforms.iterable`)."""
+        from sjsonl.data.transforms.iterable import to_iterable_dataset
 
         return to_iterable_dataset(self, num_shards=num_shards)

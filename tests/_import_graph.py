@@ -1,7 +1,7 @@
 """The package's import graph: circles, imports that run back up a layer, modules per folder.
 
 Every import counts — at module level, inside functions and under ``TYPE_CHECKING`` — because a type-only
-import still ties two modules' shapes together. ``python tests/import_graph.py`` prints the report;
+import still ties two modules' shapes together. ``python tests/_import_graph.py`` prints the report;
 ``tests/test_layers.py`` holds the package to it.
 """
 
@@ -15,13 +15,14 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-#: The layers, lowest first (DESIGN.md). A module may import its own layer and any layer to its left. The
+#: The layers, lowest first (DESIGN.md, plus ``runtime``: the process pool and progress every pass runs on).
+#: A module may import its own layer and any layer to its left. The
 #: package's ``__init__``/``__main__`` and ``errors`` (whose exceptions every layer raises) sit outside.
-LAYERS = ("storage", "index", "records", "sampling", "data", "hf", "torch", "mindspore", "cli")
+LAYERS = ("runtime", "storage", "index", "records", "sampling", "data", "hf", "torch", "mindspore", "cli")
 #: Adapters are siblings, not a stack: none may import another, though ``mindspore`` may use ``hf``
 #: (it takes any 🤗 dataset) — expressed as the order above plus this one exception list.
 FORBIDDEN_SIBLINGS = {("torch", "mindspore"), ("torch", "hf")}
-OUTSIDE = {"sjsonl", "sjsonl.__main__", "sjsonl.errors", "sjsonl._version"}
+OUTSIDE = {"sjsonl", "sjsonl.__main__", "sjsonl.errors", "sjsonl._version", "sjsonl.sample"}
 
 
 @dataclass
@@ -32,8 +33,8 @@ class Graph:
     lines: dict[str, int] = field(default_factory=dict)
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -48,7 +49,9 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
 
 
 def build(src: Path = SRC) -> Graph:
-    paths = {_module_name(p): p for p in sorted((src / "sjsonl").rglob("*.py"))}
+    paths = {_module_name(p, src): p for p in sorted((src / "sjsonl").rglob("*.py"))}
+    # compiled extensions (built from their .c beside them) import nothing of the package: leaves
+    compiled = {_module_name(p.with_suffix(".py"), src) for p in (src / "sjsonl").rglob("*.c")}
     graph = Graph(paths)
     for name, path in paths.items():
         tree = ast.parse(path.read_text(), str(path))
@@ -62,7 +65,8 @@ def build(src: Path = SRC) -> Graph:
                 base = _resolve(name, is_package, node.level, node.module)
                 for alias in node.names:
                     sub = f"{base}.{alias.name}"
-                    targets.add(sub if sub in paths else base)
+                    if sub not in compiled:
+                        targets.add(sub if sub in paths else base)
         graph.edges[name] = {t for t in targets if t in paths and t != name}
     return graph
 

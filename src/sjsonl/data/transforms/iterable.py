@@ -41,7 +41,7 @@ import datasets
 import numpy as np
 from datasets.iterable_dataset import _BaseExamplesIterable
 
-from sjsonl.data.dataset import JSONLDataset
+from sjsonl.data.transforms.protocol import RecordDataset
 from sjsonl.errors import InvalidArgumentError
 
 #: Virtual shards (slices of the order) when ``num_shards`` is not given, capped at the record count.
@@ -54,7 +54,7 @@ class SJSONLExamplesIterable(_BaseExamplesIterable):
 
     def __init__(
         self,
-        ds: JSONLDataset,
+        ds: RecordDataset,
         seed: int | None = None,
         epoch: int = 0,
         shards: tuple[tuple[int, int, bool], ...] = (),
@@ -71,7 +71,7 @@ class SJSONLExamplesIterable(_BaseExamplesIterable):
         new.__dict__.update(changes)
         return new
 
-    def view(self) -> JSONLDataset:
+    def view(self) -> RecordDataset:
         """This epoch's records, in order, for the record-level shards taken."""
         v = self.ds if self.seed is None else self.ds.shuffle(self.seed, epoch=self.epoch)
         for k, i, contiguous in self.shards:
@@ -138,7 +138,7 @@ class JSONLIterableDataset(datasets.IterableDataset):
         out.set_epoch(self.epoch)
         return out
 
-    def _on(self, ds: JSONLDataset) -> JSONLIterableDataset:
+    def _on(self, ds: RecordDataset) -> JSONLIterableDataset:
         return self._new(ds=ds)
 
     def _prepare_ex_iterable_for_iteration(self, *args: Any, **kwargs: Any):  # type: ignore[override]
@@ -191,7 +191,7 @@ class JSONLIterableDataset(datasets.IterableDataset):
         return self._on(self.source.ds.with_format(type, **kwargs))
 
 
-def to_iterable_dataset(ds: JSONLDataset, num_shards: int | None = None) -> JSONLIterableDataset:
+def to_iterable_dataset(ds: RecordDataset, num_shards: int | None = None) -> JSONLIterableDataset:
     """``ds`` as a :class:`JSONLIterableDataset` in file order (``.shuffle(seed=)`` for training).
 
     Example:
