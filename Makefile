@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install -q --disable-pip-version-check -c constraints-test.txt
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow lint bench clean docs docs-serve
 
 # setup.py builds the compiled newline scan, compact-index decoder and guarded map (optional: without a C
 # compiler their numpy twins and pread are used)
@@ -49,8 +49,17 @@ test-slow: $(VENV)/.all
 bench: $(VENV)/.all
 	$(PY) benchmarks/run.py
 
+# The documentation site (mkdocs-material + mkdocstrings): guides in docs/, the API reference from the
+# docstrings, the benchmark tables from benchmarks/results/. --strict: any warning fails the build
+# (tests/test_docs_site.py builds it the same way, so CI does too).
+docs: $(VENV)/.all
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.all
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so
+	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so
 
 # The mutation run (tests/mutations/): one-line bugs put into a copy of the checkout one at a time, each
 # against the tests that must catch it; prints mutant | caught by | result, fails if any is missed.

@@ -61,7 +61,7 @@ def test_both_backends_give_identical_offsets_and_records(corpus, tmp_path, monk
     for backend in BACKENDS:
         storage = GzipFile(LocalFile(str(gz)), build_backend=backend)
         assert storage.build_backend == backend
-        chunks = list(gzip_build.build_pass(storage, 1 << 20))
+        chunks = list(gzip_build.build_pass(storage, 1 << 20, compressed.GZIP_SPACING))
         assert b"".join(chunks) == raw and storage.size == len(raw)
         ds = _dataset(gz, backend, tmp_path, monkeypatch)
         offsets[backend] = ds._files[0].offsets.tolist()
@@ -146,7 +146,7 @@ def test_a_file_changed_during_the_rapidgzip_pass_is_stale_data(tmp_path):
     gz.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=1))
     storage = GzipFile(LocalFile(str(gz)), build_backend="rapidgzip")
     storage.pin(storage.stamp(fingerprint=False))
-    chunks = gzip_build.build_pass(storage, 256 << 10)
+    chunks = gzip_build.build_pass(storage, 256 << 10, compressed.GZIP_SPACING)
     next(chunks)
     with open(gz, "r+b") as f:  # truncated in place: the pinned descriptor sees it
         f.truncate(os.path.getsize(gz) // 2)

@@ -1,7 +1,7 @@
-"""The README's Python blocks run exactly as written (in a temp directory), in order, and print what the
-README says they print — every printed value is checked: those the README shows (in a comment after the
-``print`` or on the line below it) as shown, the others against values computed here from the data file's
-bytes and the shuffle's specification."""
+"""The README's and the guides' Python blocks run exactly as written (in a temp directory), in order, and
+print what the README says they print — every printed value is checked: those the README shows (in a comment
+after the ``print`` or on the line below it) as shown, the others against values computed here from the data
+file's bytes and the shuffle's specification."""
 
 from __future__ import annotations
 
@@ -15,7 +15,13 @@ import pytest
 
 from ._reference_order import reference_order
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+#: The README's quickstart, then the guides' Python blocks in the order the site shows them (mkdocs.yml's
+#: nav): one session, as a reader following them would run it.
+GUIDES = ["records", "training-order", "mixtures", "mindspore-hf", "migration", "trainers",
+          "compressed-remote", "large-corpora", "cli", "reliability"]  # fmt: skip
+DOCS = [README, *(REPO / "docs" / "guides" / f"{name}.md" for name in GUIDES)]
 
 #: What each ``print`` of the README prints, in order: the value the README shows, or None for a print
 #: whose output the README does not show (checked below against values computed from the data).
@@ -58,7 +64,7 @@ def print_calls(blocks: list[str]) -> list[tuple[int, int, str]]:
 def test_readme_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatch):
     import torch  # the README's blocks use it: formats the printed tensor here
 
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    blocks = [b for doc in DOCS for b in re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)]
     calls = print_calls(blocks)
     assert len(calls) == len(SHOWN), "a print was added to or removed from the README: update SHOWN"
     for (_, _, comment), shown in zip(calls, SHOWN):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "guides" / "cli.md"  # the command-line guide
 
 
 def _transcript() -> list[tuple[str, list[str]]]:

@@ -16,11 +16,10 @@ Example:
     >>> len(ds), ds[1]
     (2, {'text': 'world'})
 
-Layers (each knows only the one below): :mod:`sjsonl.storage` → :mod:`sjsonl.index` →
-:mod:`sjsonl.records.decode` → :mod:`sjsonl.data.dataset` → :mod:`sjsonl.sampling` → adapters →
-:mod:`sjsonl.cli.main`. Views (:mod:`sjsonl.data.views`), mixtures (:mod:`sjsonl.data.mixture`), batches
-(:mod:`sjsonl.data.views`) and background prefetch (:mod:`sjsonl.data.prefetch`) work on any of the
-datasets.
+Folders are layers, each importing only those before it: :mod:`sjsonl.runtime` → :mod:`sjsonl.storage` →
+:mod:`sjsonl.index` → :mod:`sjsonl.records` → :mod:`sjsonl.sampling` → :mod:`sjsonl.data` → adapters
+(:mod:`sjsonl.hf`, :mod:`sjsonl.torch`, :mod:`sjsonl.mindspore`) → :mod:`sjsonl.cli`. Everything below is
+importable from here; ``__all__`` is the public API, and the documentation's API reference renders it.
 """
 
 from sjsonl._version import __version__
@@ -29,6 +28,7 @@ from sjsonl.data.dataset import JSONLDataset
 from sjsonl.data.indexer import JSONLIndexer
 from sjsonl.data.mixture import MixtureDataset, concatenate_datasets, interleave_datasets
 from sjsonl.data.prefetch import Prefetcher
+from sjsonl.data.streaming import JSONLStream
 from sjsonl.data.views import BatchedDataset
 from sjsonl.errors import (
     ArtifactWarning,
@@ -74,6 +74,7 @@ __all__ = [
     "InvalidArgumentError",
     "JSONLDataset",
     "JSONLIndexer",
+    "JSONLStream",
     "MissingDependencyError",
     "MixtureDataset",
     "Prefetcher",

@@ -54,6 +54,7 @@ def is_index_artifact(path: str | os.PathLike[str]) -> bool:
 
     Example:
         >>> import os, tempfile, numpy as np
+        >>> from sjsonl.index.store import meta_of, write_index
         >>> d = tempfile.mkdtemp()
         >>> data = os.path.join(d, "search.index.meta.jsonl")
         >>> _ = open(data, "w").write('{"q": 1}\\n')

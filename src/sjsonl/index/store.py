@@ -18,8 +18,8 @@ again.
 
 Where: beside the data by default; in ``index_dir=`` / ``$SJSONL_INDEX_DIR`` when given; in the private
 cache directory (``~/.cache/sjsonl/index``, mode 0700) when the data's directory is read-only or other
-users can write there (see :mod:`.trust`), under a name keyed by the data file's absolute path. A remote
-file's index always lives in the cache, keyed by its URL: sjsonl never writes to remote storage.
+users can write there (see :mod:`sjsonl.storage.trust`), under a name keyed by the data file's absolute path.
+A remote file's index always lives in the cache, keyed by its URL: sjsonl never writes to remote storage.
 
 A compact index (:mod:`.packed`, ``data.index.packed``, about 1–1.6 bytes a record) may stand in
 the plain one's place, with the same trailer, guarantees and checks; :func:`read_index` reads either.
@@ -28,12 +28,9 @@ Compressed files keep their whole name: ``data.jsonl.gz`` → ``data.jsonl.gz.in
 shares an index name with a ``data.jsonl`` beside it. A gzip file's seek points go beside its index as
 ``data.jsonl.gz.index.seekpoints``.
 
-Example:
-    >>> default_index_path("/data/train.jsonl"), default_index_path("/data/train.jsonl.gz")
-    ('/data/train.index.npy', '/data/train.jsonl.gz.index.npy')
-
-Any file name maps to an index name that fits (see :func:`default_index_path`: a name too long to take
-the suffixes is cut and hashed) and that no other data file's maps to. Artifacts are told from data by
+Names and the format's constants live in :mod:`sjsonl.index.layout`: any file name maps to an index name
+that fits (see :func:`~sjsonl.index.layout.default_index_path`: a name too long to take the suffixes is cut
+and hashed) and that no other data file's maps to. Artifacts are told from data by
 their bytes, not their names (:func:`is_index_artifact`).
 """
 

@@ -1,7 +1,7 @@
 """Bad lines: find every record that is not valid JSON, and read a file without them.
 
-``find_bad_lines(path)`` parses every record once (in processes, for large files) and returns each bad
-one with its 1-based line number, byte offset, reason and excerpt. ``JSONLDataset(path,
+``sjsonl.data.corpus.find_bad_lines(path)`` parses every record once (in processes, for large files) and
+returns each bad one with its 1-based line number, byte offset, reason and excerpt. ``JSONLDataset(path,
 on_bad_lines="skip")`` uses the same pass to leave those lines out — ``len(ds)`` counts the good records,
 ``ds.bad_lines`` lists the others, ``"warn"`` also warns once at open — and ``"error"`` (the default)
 keeps every line a record, so a bad one raises its located error when read.
@@ -19,7 +19,7 @@ Example:
     >>> from sjsonl import JSONLDataset
     >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
     >>> _ = open(path, "w").write('{"a": 1}\\n{oops\\n{"a": 3}\\n')
-    >>> [(b.line, b.offset) for b in find_bad_lines(path)]
+    >>> [(b.line, b.offset) for b in JSONLDataset(path, on_bad_lines="skip").bad_lines]
     [(2, 9)]
     >>> ds = JSONLDataset(path, on_bad_lines="skip")
     >>> len(ds), ds[:], [b.line for b in ds.bad_lines]
