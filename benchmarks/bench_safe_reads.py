@@ -57,7 +57,7 @@ def _rows(label: str, kind: str, path, n_reads: int) -> list[dict]:
     rng = np.random.default_rng(0)
     picks = rng.integers(0, n, n_reads).tolist()
     batches = [rng.integers(0, n, 64) for _ in range(n_reads // 64)]
-    mm, bounds = _bare(path, now._files[0].offsets, now.nbytes)
+    mm, bounds = _bare(path, now._files[0].offsets, now.file_bytes)
     assert now[picks[0]] == before[picks[0]] == pread[picks[0]]
 
     def random_reads(ds):

@@ -38,7 +38,7 @@ def as_text(record) -> dict:
 
 
 def mixture(paths: list[str]) -> sjsonl.MixtureDataset:
-    sources = [sjsonl.JSONLDataset(p, transform=as_text) for p in paths]
+    sources = [sjsonl.JSONLDataset(p, record_transform=as_text) for p in paths]
     return sjsonl.interleave_datasets(
         sources, probabilities=PROBABILITIES, seed=0, stopping_strategy="all_exhausted"
     )

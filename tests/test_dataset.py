@@ -88,7 +88,7 @@ def test_raw_and_transform(tmp_path):
     ds = JSONLDataset(path)
     assert [ds.raw(i) for i in range(3)] == [b'{"a": 1}', b'{"a": 2}', b"[3]"]
     assert list(ds) == [{"a": 1}, {"a": 2}, [3]]
-    assert list(JSONLDataset(path, transform=str)) == ["{'a': 1}", "{'a': 2}", "[3]"]
+    assert list(JSONLDataset(path, record_transform=str)) == ["{'a': 1}", "{'a': 2}", "[3]"]
 
 
 def test_extensionless_and_ndjson(tmp_path):

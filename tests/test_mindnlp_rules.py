@@ -147,7 +147,7 @@ def test_transformed_datasets_are_typed_from_their_own_rows(tmp_path: Path) -> N
 
     path = tmp_path / "d.jsonl"
     path.write_text("".join(f'{{"i": {k}}}\n' for k in range(5)))
-    ds = JSONLDataset(path, transform=lambda r: {"i": r["i"], "half": r["i"] / 2})
+    ds = JSONLDataset(path, record_transform=lambda r: {"i": r["i"], "half": r["i"] / 2})
     rows = list(to_generator_dataset(ds).create_dict_iterator(output_numpy=True, num_epochs=1))
     assert [float(r["half"]) for r in rows] == [0.0, 0.5, 1.0, 1.5, 2.0]
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sjsonl import JSONLDataset, concatenate_datasets, interleave_datasets
+from sjsonl.errors import InvalidArgumentError
 from sjsonl.sampling.schedule import InterleaveSchedule, weights_of
 
 SIZES = {"web": 80_000, "code": 30_000, "chat": 12_000}
@@ -226,8 +227,12 @@ def test_views_and_access_paths_agree(sources):
     assert [b["i"] for b in batches] == [
         [r["i"] for r in everything[lo : min(lo + 4, 10)]] for lo in (0, 4, 8)
     ]
-    k, j = mixture.locate(123)
+    k, j = mixture.source_of(123)
     assert mixture.sources[k][j] == everything[123]
+    path, line = mixture.locate(123)  # one structure everywhere: (file, line), as JSONLDataset.locate
+    assert (path, line) == mixture.sources[k].locate(j) and path.endswith(".jsonl")
+    with pytest.raises(InvalidArgumentError, match="source_of"):
+        concatenate_datasets([[1, 2], [3]]).locate(2)
     with pytest.raises(IndexError, match="out of range"):
         mixture[len(mixture)]
     nested = interleave_datasets([mixture.take(30), concatenate_datasets([[{"src": "x", "i": 0}]])])

@@ -27,7 +27,9 @@ def corpus(tmp_path_factory):
 
 def test_batch_views_and_alias(corpus):
     ds = JSONLDataset(corpus)
-    assert len(ds.batch(64, drop_last=True)) == N // 64 == len(ds.batch(64, True))
+    assert len(ds.batch(64, drop_last_batch=True)) == N // 64 == len(ds.batch(64, True))
+    with pytest.raises(TypeError):  # one name for it, as 🤗 Dataset.batch: no drop_last alias
+        ds.batch(64, drop_last=True)  # type: ignore[call-arg]
     batches = ds.batch(100)
     order = [b["id"][0] // 100 for b in batches.shuffle(seed=2)]
     assert sorted(order) == list(range(10)) and order != list(range(10))

@@ -71,7 +71,7 @@ def test_views_made_before_or_after_readahead_agree(data):
 
 def test_several_files_and_transforms(tmp_path):
     paths = [_write(tmp_path / f"p{k}.jsonl", 3000 + k, width=500, tag=k) for k in range(3)]
-    ds = JSONLDataset(paths, transform=lambda r: (r["v"], r["i"]))
+    ds = JSONLDataset(paths, record_transform=lambda r: (r["v"], r["i"]))
     ahead = ds.readahead(50)
     assert list(ahead.shuffle(seed=7)) == list(ds.shuffle(seed=7))
     assert ahead[np.arange(9002)[::-3]] == ds[np.arange(9002)[::-3]]

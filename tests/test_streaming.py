@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sjsonl import DataFileError, JSONLDataset, RecordDecodeError
+from sjsonl import DataFileError, InvalidArgumentError, JSONLDataset, RecordDecodeError
 from sjsonl.data.streaming import JSONLStream
 
 EDGE_FILES = [
@@ -62,6 +62,20 @@ def test_views_compose_in_call_order(tmp_path: Path) -> None:
     shuffled = ids(s.shuffle(seed=3, buffer_size=4))
     assert sorted(shuffled) == list(range(12)) and shuffled != list(range(12))
     assert shuffled == ids(s.shuffle(seed=3, buffer_size=4))
+
+
+def test_stream_and_dataset_agree_on_shard_and_shuffle(tmp_path: Path) -> None:
+    """One meaning per name: a stream's shard is the dataset's ``contiguous=False`` shard (and refuses
+    ``contiguous=True`` instead of dealing round-robin under that name); both shuffles default to seed 0."""
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(f'{{"i": {i}}}\n' for i in range(11)))
+    stream, ds = JSONLStream(path), JSONLDataset(path)
+    for k in range(3):
+        assert list(stream.shard(3, k)) == list(ds.shard(3, k, contiguous=False))
+    with pytest.raises(InvalidArgumentError, match="contiguous"):
+        stream.shard(3, 0, contiguous=True)
+    assert list(stream.shuffle()) == list(stream.shuffle(seed=0)) != list(stream)
+    assert list(ds.shuffle()) == list(ds.shuffle(seed=0))
 
 
 def test_pickles_and_checks_files_up_front(tmp_path: Path) -> None:

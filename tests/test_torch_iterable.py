@@ -89,7 +89,7 @@ def test_single_process_order_is_the_shuffle_view(corpus):
         ds.set_epoch(epoch)
         assert [r["id"] for r in ds] == [r["id"] for r in base.shuffle(seed=9, epoch=epoch)]
     assert [r["id"] for r in IterableDataset(base, shuffle=False)] == list(range(N))
-    ids = JSONLDataset(corpus, transform=lambda r: r["id"])  # the per-record transform= contract
+    ids = JSONLDataset(corpus, record_transform=lambda r: r["id"])  # the per-record contract
     assert list(IterableDataset(ids, shuffle=False))[:3] == [0, 1, 2]
 
 

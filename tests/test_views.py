@@ -155,7 +155,7 @@ def test_shard_and_select_argument_errors(ds):
 
 
 def test_views_keep_the_transform(ds):
-    t = JSONLDataset(ds.files, transform=lambda r: r["id"] * 10)  # the per-record transform= contract
+    t = JSONLDataset(ds.files, record_transform=lambda r: r["id"] * 10)  # the per-record contract
     view = t.shuffle(seed=2).take(5)
     expect = [i * 10 for i in model_shuffle(list(range(N)), 2, 0)[:5]]
     assert list(view) == expect and view[np.arange(5)] == expect
@@ -217,3 +217,18 @@ def test_iteration_of_a_view_crosses_block_boundaries(tmp_path):
     got = [r["id"] for r in view]
     assert got == p.take(np.arange(n)).tolist()
     assert [r["id"] for r in ds.skip(8190).take(5)] == list(range(8190, 8195))
+
+
+def test_record_sizes_and_nbytes_are_the_views_own(tmp_path):
+    """One meaning everywhere: a view's ``record_sizes()`` are its records' sizes in its order and ``nbytes``
+    their sum; ``file_bytes`` is the files' size, the same for every view of them."""
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    paths[0].write_text('{"i": 0}\n{"i": 10}\n\n{"i": 200}\n')
+    paths[1].write_text('{"i": 3000}\n')
+    ds = JSONLDataset(paths)
+    raw = {r["i"]: len(ds.raw(k)) + 1 for k, r in enumerate(ds)}  # the line and its "\n"
+    raw[10] += 1  # the blank line after it belongs to its span
+    for view in (ds, ds.shuffle(seed=5), ds.select([3, 0]), ds.shard(2, 1), ds.skip(1).take(2)):
+        assert view.record_sizes().tolist() == [raw[r["i"]] for r in view]
+        assert view.nbytes == sum(raw[r["i"]] for r in view)
+        assert view.file_bytes == sum(p.stat().st_size for p in paths)

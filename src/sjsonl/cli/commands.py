@@ -152,8 +152,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     sizes = ds.record_sizes()
     print(f"file:     {storage.path}")
     stored = storage.stamp(fingerprint=False).stored
-    packed = "" if stored == ds.nbytes else f", {stored:,} stored"
-    print(f"bytes:    {ds.nbytes:,} ({human_bytes(ds.nbytes)}{packed})")
+    packed = "" if stored == ds.file_bytes else f", {stored:,} stored"
+    print(f"bytes:    {ds.file_bytes:,} ({human_bytes(ds.file_bytes)}{packed})")
     print(f"records:  {len(ds):,}")
     print(f"index:    {f.index_path or '(in memory; could not be saved)'}")
     print(f"format:   {index_format(f)}")

@@ -142,8 +142,8 @@ def write_matching(
     """Write the records of ``ds`` that ``match`` to ``out``, each as :func:`record_line`, atomically (a
     failure or Ctrl-C leaves ``out`` as it was; ``replace=False``: never over an existing file); return
     how many."""
-    bar = Progress(ds.nbytes, "filtering", progress)
-    step = max(1, ds.nbytes // max(1, len(ds))) * 4096
+    bar = Progress(ds.file_bytes, "filtering", progress)
+    step = max(1, ds.file_bytes // max(1, len(ds))) * 4096
     documents = any(f.layout for f in ds._files)  # else every record is a line: its bytes, as they are
     matched = 0
     try:

@@ -51,7 +51,8 @@ class JSONLDataset(Views, HFSurface):
         index_dir: keep the index in this directory (default: beside the data, or ``$SJSONL_INDEX_DIR``,
             or a cache directory when the data's directory is read-only).
         index_path: an explicit index file (single file only).
-        transform: a function applied to every record returned.
+        record_transform: a function applied to every record returned, one record at a time (🤗's
+            ``with_transform`` is per batch: :mod:`sjsonl.data.transforms.format`).
         workers: threads for index building (default: all cores, up to 8).
         progress: show a progress bar while indexing (default: only for large files on a terminal).
         storage_options: options for fsspec when ``path`` is a URL (credentials, ``endpoint_url``, …).
@@ -104,7 +105,7 @@ class JSONLDataset(Views, HFSurface):
         *,
         index_dir: PathLike | None = None,
         index_path: PathLike | None = None,
-        transform: Callable[[Any], Any] | None = None,
+        record_transform: Callable[[Any], Any] | None = None,
         workers: int | None = None,
         progress: bool | None = None,
         storage_options: dict[str, Any] | None = None,
@@ -130,7 +131,7 @@ class JSONLDataset(Views, HFSurface):
                           field=field, storage_options=storage_options, compact=compact)  # fmt: skip
         if fields is not None and schema is not None:
             raise InvalidArgumentError("give fields= or schema=, not both (a schema names its fields)")
-        self._transform = transform
+        self._transform = record_transform
         self._allow_nan = allow_nan
         self._decode: Callable[[Any], Any] | None = None  # a partial or typed decoder (sjsonl.records.fields)
         if fields is not None:
@@ -204,23 +205,35 @@ class JSONLDataset(Views, HFSurface):
         return [f.index_path for f in self._files]
 
     @property
-    def nbytes(self) -> int:
-        """Bytes of data indexed, over all files (decompressed bytes for ``.gz``/``.zst``)."""
+    def file_bytes(self) -> int:
+        """Bytes of the files behind this dataset, as indexed (decompressed bytes for ``.gz``/``.zst``) — the
+        same for every view of them; :attr:`nbytes` counts this dataset's own records."""
         return sum(f.end for f in self._files)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of this dataset's records (of a view: only the records it holds), line endings included:
+        ``int(ds.record_sizes().sum())``. O(records) the first time it is asked of a view."""
+        if self._order is None:  # every record of the files (skipped bad lines make an order)
+            return int(sum(int(f.record_sizes().sum()) for f in self._files))
+        return int(self.record_sizes().sum())
+
     def record_sizes(self) -> np.ndarray:
-        """Bytes of each record of the underlying files, in file order (views do not reorder it),
-        line endings included.
+        """Bytes of each record of this dataset, in its order (a view's records, in the view's order): from
+        its first byte to the next record's, so line endings and blank lines after it are included.
 
         Example:
             >>> import os, tempfile
             >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
-            >>> _ = open(path, "w").write('{"a": 1}\\n[2]\\n')
+            >>> _ = open(path, "w").write('{"a": 1}\\n\\n[2]\\n')
             >>> ds = JSONLDataset(path)
-            >>> ds.record_sizes().tolist(), ds.nbytes
-            ([9, 4], 13)
+            >>> ds.record_sizes().tolist(), ds.nbytes, ds.file_bytes, ds.select([1]).record_sizes().tolist()
+            ([10, 4], 14, 14, [4])
         """
-        return np.concatenate([f.record_sizes() for f in self._files])
+        sizes = np.concatenate([f.record_sizes() for f in self._files])
+        if self._order is None:
+            return sizes
+        return sizes[self._order.take(np.arange(self._len, dtype=np.int64))]
 
     def __repr__(self) -> str:
         names = self.files

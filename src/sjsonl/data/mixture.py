@@ -42,8 +42,8 @@ Example:
     >>> interleave_datasets([a, b], stopping_strategy="all_exhausted")[:]
     [0, 10, 1, 11, 2, 12, 0, 13, 1, 14]
     >>> m = interleave_datasets([a, b], probabilities=[0.25, 0.75], seed=1)
-    >>> m[:], m.locate(3)
-    ([0, 10, 11, 12, 1, 13, 14], (1, 2))
+    >>> m[:], m.source_of(3), m.locate(3) == (b.locate(2)[0], 3)
+    ([0, 10, 11, 12, 1, 13, 14], (1, 2), True)
 """
 
 from __future__ import annotations
@@ -141,14 +141,27 @@ class MixtureDataset(Views):
             j = Permutation(int(self._sizes[k]), seed=self._reshuffle_seed * 1009 + k, epoch=p)[j]
         return k, j
 
-    def locate(self, i: int) -> tuple[int, int]:
+    def source_of(self, i: int) -> tuple[int, int]:
         """``(source, record)`` of record ``i``: which source it comes from and its index there.
 
         Example:
-            >>> concatenate_datasets([[1, 2], [3]]).locate(2)
+            >>> concatenate_datasets([[1, 2], [3]]).source_of(2)
             (1, 0)
         """
         return self._route_one(self._check(i))
+
+    def locate(self, i: int) -> tuple[str, int]:
+        """``(file, 1-based line)`` of record ``i``, as ``JSONLDataset.locate`` gives it — the same structure
+        on every sjsonl dataset. A source that is not a file (a list) has no place to give:
+        :meth:`source_of` says which source and index instead."""
+        k, j = self.source_of(i)
+        locate = getattr(self.sources[k], "locate", None)
+        if locate is None:
+            raise InvalidArgumentError(
+                f"record {i} comes from source {k}, a {type(self.sources[k]).__name__} with no file: "
+                "use source_of(i) for (source, index)"
+            )
+        return locate(j)  # type: ignore[no-any-return]
 
     def _check(self, i: int | np.integer) -> int:
         n = self._len

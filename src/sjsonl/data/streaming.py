@@ -239,8 +239,16 @@ class JSONLStream:
         view._ops = (*self._ops, (op, a, b))
         return view
 
-    def shard(self, num_shards: int, index: int) -> JSONLStream:
-        """Records ``index``, ``index + num_shards``, …: shards are disjoint and together complete."""
+    def shard(self, num_shards: int, index: int, contiguous: bool = False) -> JSONLStream:
+        """Records ``index``, ``index + num_shards``, …: shards are disjoint and together complete — what
+        :meth:`JSONLDataset.shard <sjsonl.JSONLDataset.shard>` gives with ``contiguous=False``. A stream has
+        no length until it is read, so its shards cannot be contiguous blocks: ``contiguous=True`` (the
+        dataset's default) is refused rather than quietly dealt round-robin."""
+        if contiguous:
+            raise InvalidArgumentError(
+                "a stream's shards are every num_shards-th record (contiguous=False): contiguous blocks need "
+                "the length first — open the files as a JSONLDataset for those"
+            )
         if num_shards < 1 or not 0 <= index < num_shards:
             raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
         return self._view("shard", num_shards, index)
@@ -253,9 +261,11 @@ class JSONLStream:
         """A stream of at most the first ``n`` records."""
         return self._view("slice", 0, max(0, n))
 
-    def shuffle(self, seed: int | None = None, buffer_size: int = 1000) -> JSONLStream:
+    def shuffle(self, seed: int | None = 0, buffer_size: int = 1000) -> JSONLStream:
         """Records in an approximately shuffled order: each comes out of a random slot of a
-        ``buffer_size``-record buffer (as 🤗 ``IterableDataset.shuffle``). Same seed, same order."""
+        ``buffer_size``-record buffer (as 🤗 ``IterableDataset.shuffle``). Same seed, same order; the
+        default seed is 0, as :meth:`JSONLDataset.shuffle <sjsonl.JSONLDataset.shuffle>`'s (🤗 draws a fresh
+        one); ``seed=None`` gives a different order every run."""
         if buffer_size < 1:
             raise InvalidArgumentError("buffer_size must be at least 1")
         return self._view("shuffle", seed, buffer_size)

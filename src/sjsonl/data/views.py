@@ -127,7 +127,8 @@ class Views:
     def shard(self: V, num_shards: int, index: int, contiguous: bool = True) -> V:
         """Shard ``index`` of ``num_shards``, as 🤗 ``Dataset.shard``: contiguous blocks whose sizes differ
         by at most one (the first ``len % num_shards`` shards get one more), or every ``num_shards``-th
-        record from ``index`` when ``contiguous=False``."""
+        record from ``index`` when ``contiguous=False`` (a :class:`~sjsonl.JSONLStream`'s only kind).
+        """
         if num_shards < 1 or not 0 <= index < num_shards:
             raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
         if not contiguous:
@@ -145,14 +146,10 @@ class Views:
             return self._view(RangeMap(self._base_map(), 0, 0))
         return self._view(PaddedMap(self._base_map(), self._len * int(num_times)))
 
-    def batch(
-        self, batch_size: int, drop_last_batch: bool = False, *, drop_last: bool | None = None
-    ) -> BatchedDataset:
+    def batch(self, batch_size: int, drop_last_batch: bool = False) -> BatchedDataset:
         """🤗 ``Dataset.batch``: a random-access dataset whose item ``b`` is records
-        ``[b·batch_size, (b+1)·batch_size)`` as a dict of lists (``drop_last`` is an alias of
-        ``drop_last_batch``). See :mod:`sjsonl.data.views`."""
-
-        return BatchedDataset(self, batch_size, drop_last_batch if drop_last is None else drop_last)
+        ``[b·batch_size, (b+1)·batch_size)`` as a dict of lists (:class:`BatchedDataset`)."""
+        return BatchedDataset(self, batch_size, drop_last_batch)
 
     def prefetch(self, prefetch: int = 8, threads: int | None = None) -> Prefetcher:
         """An ordered, resumable iterator over the items that reads up to ``prefetch`` items ahead on

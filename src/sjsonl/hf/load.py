@@ -270,7 +270,7 @@ def load_dataset(
                 index_dir=index_dir,
                 workers=workers,
                 storage_options=storage_options,
-                transform=transform,
+                record_transform=transform,
                 field=field,
                 on_bad_lines=on_bad_lines,
                 fields=fields,

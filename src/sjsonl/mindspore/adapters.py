@@ -42,9 +42,10 @@ from sjsonl.mindspore.early import EarlySource, EarlyStart, early_source
 from sjsonl.mindspore.sources import (
     DEFAULT_INFER_ROWS,
     IterSource,
+    Kind,
     MapSource,
     _Empty,
-    is_map_style,
+    kind_of,
     make_schema,
     source_for,
 )
@@ -63,6 +64,7 @@ def make_source(
     shard_id: int | None = None,
     batch_size: int | None = None,
     drop_remainder: bool = False,
+    kind: Kind | None = None,
     **iter_options: Any,
 ) -> MapSource | IterSource | BatchSource | EarlySource:
     """The MindSpore source :func:`to_generator_dataset` builds, decided once here: an early-started split
@@ -70,7 +72,8 @@ def make_source(
     :func:`~sjsonl.mindspore.sources.source_for` — a :class:`MapSource` for random-access data, an
     :class:`IterSource` (also taking ``iter_options``: shuffle, seed, buffer_size) for streams, a
     :class:`~sjsonl.mindspore.batches.BatchSource` of whole batches with ``batch_size``. ``.schema`` tells how
-    records are converted.
+    records are converted; ``kind``: what ``data`` is, when the caller decided it already
+    (:func:`~sjsonl.mindspore.sources.kind_of`).
 
     Example:
         >>> make_source([{"a": 1, "b": "x"}], column_names=["b"]).schema
@@ -83,7 +86,7 @@ def make_source(
                             batch_size, drop_remainder)  # fmt: skip
     return source_for(data, column_names=column_names, features=features, schema=schema,
                       infer_rows=infer_rows, num_shards=num_shards, shard_id=shard_id, batch_size=batch_size,
-                      drop_remainder=drop_remainder, **iter_options)  # fmt: skip
+                      drop_remainder=drop_remainder, kind=kind, **iter_options)  # fmt: skip
 
 
 def to_generator_dataset(
@@ -150,7 +153,8 @@ def to_generator_dataset(
     num_shards, shard_id = distributed_defaults(num_shards, shard_id)
     if isinstance(ds, EarlyStart) and (shuffle or pad_shards):
         ds = ds.dataset()  # a shuffled (or MindSpore-sharded) epoch needs the index: wait for it
-    ms_shards = pad_shards and batch_size is None and is_map_style(ds) and len(ds) > 0
+    kind = None if isinstance(ds, EarlyStart) else kind_of(ds)  # decided once, here, for the whole path
+    ms_shards = pad_shards and batch_size is None and kind is not None and kind.map_style and len(ds) > 0
     source = make_source(
         ds,
         column_names=column_names,
@@ -164,6 +168,7 @@ def to_generator_dataset(
         shard_id=None if ms_shards else shard_id,
         batch_size=batch_size,
         drop_remainder=drop_remainder,
+        kind=kind,
     )
     if resume_from is not None:
         if not isinstance(source, BatchSource):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -34,25 +35,46 @@ STREAM_SAMPLE_ROWS = 1000
 HF_SAMPLE_ROWS = 2000
 
 
-def is_map_style(data: Any) -> bool:
-    if isinstance(data, JSONLStream):
-        return False
-    kind = hf_kind(data)
-    if kind is not None:
-        return kind == "map"
-    return hasattr(data, "__getitem__") and hasattr(data, "__len__") and not isinstance(data, Mapping)
+@dataclass(frozen=True)
+class Kind:
+    """What a source's data is, decided once at the entrance (:func:`kind_of`) and handed down: how its
+    rows are sampled for a schema, and how a stream of it is sharded and shuffled."""
+
+    jsonl: bool  #: a JSONLDataset (or a view of one): read through its index
+    stream: bool  #: a JSONLStream
+    hf: str | None  #: "map" or "iterable" for a 🤗 dataset (hf_kind), else None
+    map_style: bool  #: random access (__getitem__ + __len__): a MapSource; else an IterSource
 
 
-def _sample_rows(data: Any, map_style: bool, infer_rows: int) -> list[Any]:
-    if not map_style:
+def kind_of(data: Any) -> Kind:
+    """The :class:`Kind` of ``data``.
+
+    Example:
+        >>> kind_of([{"a": 1}]).map_style, kind_of(iter([{"a": 1}])).map_style
+        (True, False)
+    """
+    stream, hf = isinstance(data, JSONLStream), hf_kind(data)
+    if stream:
+        map_style = False
+    elif hf is not None:
+        map_style = hf == "map"
+    else:
+        map_style = (
+            hasattr(data, "__getitem__") and hasattr(data, "__len__") and not isinstance(data, Mapping)
+        )
+    return Kind(isinstance(data, JSONLDataset), stream, hf, map_style)
+
+
+def _sample_rows(data: Any, kind: Kind, infer_rows: int) -> list[Any]:
+    if not kind.map_style:
         return list(islice(iter(data), infer_rows))
     n = len(data)
     if n <= infer_rows:
         return list(data)
     positions = np.unique(np.linspace(0, n - 1, infer_rows).astype(np.int64))
-    if isinstance(data, JSONLDataset):
-        return data[positions]
-    if hf_kind(data) == "map":
+    if kind.jsonl:
+        return data[positions]  # type: ignore[no-any-return]
+    if kind.hf == "map":
         return list(data.select(positions))
     return [data[int(i)] for i in positions]
 
@@ -64,32 +86,37 @@ def _reads_file_records(ds: JSONLDataset) -> bool:
 
 
 def make_schema(
-    data: Any, features: Mapping[str, Any] | None = None, infer_rows: int | None = DEFAULT_INFER_ROWS
+    data: Any,
+    features: Mapping[str, Any] | None = None,
+    infer_rows: int | None = DEFAULT_INFER_ROWS,
+    *,
+    kind: Kind | None = None,
 ) -> Schema:
     """The schema :func:`to_generator_dataset` uses for ``data``: 🤗 ``features`` when given (a 🤗 dataset's
     own when ``features`` is None) fix the columns they type; the rest is inferred from every row — for a
     :class:`~sjsonl.data.dataset.JSONLDataset` by :func:`sjsonl.records.schema.infer_schema` (computed once,
     cached with the index), for a list by one pass over it — or from ``infer_rows`` sampled rows when asked (a
     🤗 dataset: :data:`HF_SAMPLE_ROWS`, its Arrow types already hold for every row; a
-    :class:`~sjsonl.data.streaming.JSONLStream`: its first :data:`STREAM_SAMPLE_ROWS`).
+    :class:`~sjsonl.data.streaming.JSONLStream`: its first :data:`STREAM_SAMPLE_ROWS`). ``kind``: what
+    ``data`` is, when the caller has decided it already (:func:`kind_of`).
 
     Example:
         >>> make_schema([{"a": 1}, {"a": 2.5}])
         Schema(a: float64)
     """
-    kind = hf_kind(data)
-    if features is None and kind is not None:
+    kind = kind_of(data) if kind is None else kind
+    if features is None and kind.hf is not None:
         features = getattr(data, "features", None)
     if infer_rows is not None:
-        rows: Any = _sample_rows(data, is_map_style(data), infer_rows)
-    elif isinstance(data, JSONLDataset) and _reads_file_records(data):
+        rows: Any = _sample_rows(data, kind, infer_rows)
+    elif kind.jsonl and _reads_file_records(data):
         rows = infer_record_schema(data)  # every row of its files, computed once and cached with the index
-    elif isinstance(data, JSONLStream):
-        rows = _sample_rows(data, False, STREAM_SAMPLE_ROWS)  # a stream's first row comes without a pass
-    elif kind is not None:
+    elif kind.stream:
+        rows = _sample_rows(data, kind, STREAM_SAMPLE_ROWS)  # a stream's first row comes without a pass
+    elif kind.hf is not None:
         # 🤗 data: Arrow already gives every row the features' types, so a sample only fills in what the
         # features leave open; a Hub stream without features may be unbounded, so it is sampled too.
-        rows = _sample_rows(data, kind == "map", HF_SAMPLE_ROWS)
+        rows = _sample_rows(data, kind, HF_SAMPLE_ROWS)
     else:
         rows = iter(data)
     return infer_schema(rows, features)
@@ -165,8 +192,10 @@ class IterSource(_Converted):
         buffer_size: int = 1000,
         num_shards: int | None = None,
         shard_id: int | None = None,
+        kind: Kind | None = None,
     ) -> None:
         self.data, self.schema = data, schema
+        self.kind = kind_of(data) if kind is None else kind
         self.shuffle, self.seed, self.buffer_size = shuffle, seed, buffer_size
         self.num_shards, self.shard_id = check_shard(num_shards, shard_id)
         self.epoch = 0
@@ -185,9 +214,9 @@ class IterSource(_Converted):
     def _records(self, epoch: int) -> Iterator[Any]:
         data, n, k = self.data, self.num_shards, self.shard_id
         seed = self._epoch_seed(epoch) if self.shuffle else None
-        hf = hf_kind(data) == "iterable"
+        stream, hf = self.kind.stream, self.kind.hf == "iterable"
         if n > 1:
-            if isinstance(data, JSONLStream):
+            if stream:
                 data = data.shard(n, k)  # type: ignore[arg-type]
             elif hf:
                 from datasets.distributed import split_dataset_by_node
@@ -197,7 +226,7 @@ class IterSource(_Converted):
                 data = _RoundRobin(data, n, k)
         if not self.shuffle:
             return iter(data)
-        if isinstance(data, JSONLStream):
+        if stream:
             return iter(data.shuffle(seed, self.buffer_size))
         if hf:
             return iter(data.shuffle(seed=seed, buffer_size=self.buffer_size))
@@ -239,6 +268,7 @@ def source_for(
     shard_id: int | None = None,
     batch_size: int | None = None,
     drop_remainder: bool = False,
+    kind: Kind | None = None,
     **iter_options: Any,
 ) -> MapSource | IterSource | BatchSource:
     """The source for ``data`` that is not an early-started split (see :func:`sjsonl.mindspore.make_source`,
@@ -250,12 +280,13 @@ def source_for(
         >>> source_for([{"a": 1, "b": "x"}], column_names=["b"]).schema
         Schema(b: str)
     """
+    kind = kind_of(data) if kind is None else kind  # decided here once, then handed down
     if schema is None:
-        schema = make_schema(data, features, infer_rows)
+        schema = make_schema(data, features, infer_rows, kind=kind)
     if column_names is not None:
         schema = schema.select([column_names] if isinstance(column_names, str) else list(column_names))
     if batch_size is not None:
-        if not is_map_style(data):
+        if not kind.map_style:
             raise InvalidArgumentError("batch_size= needs random-access data (a dataset, not a stream)")
         return BatchSource(
             data,
@@ -267,11 +298,11 @@ def source_for(
             num_shards=num_shards,
             shard_id=shard_id,
         )
-    if is_map_style(data):
+    if kind.map_style:
         source = MapSource(data, schema, num_shards=num_shards, shard_id=shard_id)
         # MindSpore refuses a random-access source of 0 rows ("data row of input source must not be 0"),
         # which an empty split or a shard of fewer rows than shards is: an iterable of nothing is fine.
         if len(source):
             return source
         return IterSource(_Empty(data), schema)
-    return IterSource(data, schema, num_shards=num_shards, shard_id=shard_id, **iter_options)
+    return IterSource(data, schema, num_shards=num_shards, shard_id=shard_id, kind=kind, **iter_options)

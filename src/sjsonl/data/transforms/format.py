@@ -7,7 +7,7 @@
 - ``with_transform(fn, columns=None, output_all_columns=False)`` as in 🤗: ``fn`` gets a **batch** — a dict
   of lists — of the rows requested together (``ds[i]`` is a batch of one; a DataLoader's ``__getitems__``
   its whole batch) and returns a dict of lists, one entry per row. ``format["type"]`` is ``"custom"``.
-  For a function of one record, use the ``transform=`` argument of
+  For a function of one record, use the ``record_transform=`` argument of
   :class:`~sjsonl.data.dataset.JSONLDataset` or ``map`` (lazy as well).
 
 A format and a transform share one slot, as in 🤗: setting one replaces the other; ``None`` resets.

@@ -32,7 +32,7 @@ class Stage(Protocol):
 
 
 class RecordFn:
-    """A per-record function (the ``transform=`` of :class:`~sjsonl.data.dataset.JSONLDataset`).
+    """A per-record function (the ``record_transform=`` of :class:`~sjsonl.data.dataset.JSONLDataset`).
 
     Example:
         >>> RecordFn(str).apply([1, 2], None)

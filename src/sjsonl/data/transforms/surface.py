@@ -36,12 +36,15 @@ class HFSurface:
 
     @property
     def column_names(self: D) -> list[str]:
-        """🤗 ``column_names``, from the schema of all rows (:mod:`sjsonl.data.transforms.columns`)."""
+        """🤗 ``column_names``, from the schema of ALL rows (:mod:`sjsonl.data.transforms.columns`). Not free:
+        the first access in any process parses every record once (in ``workers`` processes for large files)
+        and caches the schema beside the index, so later accesses and opens read that file instead."""
         return _columns.column_names(self)
 
     @property
     def features(self: D) -> Any:
-        """🤗 ``features`` (``datasets.Features``), from the same schema as ``column_names``."""
+        """🤗 ``features`` (``datasets.Features``), from the same schema as ``column_names`` — the same one
+        full pass on first access, then the cache beside the index."""
         return _columns.features(self)
 
     @property
@@ -87,7 +90,7 @@ class HFSurface:
 
     def with_transform(self: D, transform: Callable[[dict], Any] | None, **kwargs: Any) -> D:
         """🤗 ``with_transform``: ``transform`` takes a BATCH (dict of lists); for a function of one record
-        use ``JSONLDataset(..., transform=)`` or ``map`` (:mod:`sjsonl.data.transforms.format`)."""
+        use ``JSONLDataset(..., record_transform=)`` or ``map`` (:mod:`sjsonl.data.transforms.format`)."""
         return _format.with_transform(self, transform, **kwargs)
 
     def set_transform(self: D, transform: Callable[[dict], Any] | None, **kwargs: Any) -> None:
