@@ -7,7 +7,10 @@ pinning, verification and the one-file index must cost (almost) nothing on ``ds[
 ``benchmarks/run.py`` runs it against :data:`BASE`, the commit before that work (pure Python and numpy:
 its index scan has no compiled twin).
 
-    python benchmarks/bench_versions.py [--base d36b2b4] [--rounds 5] [--quick]
+    python benchmarks/bench_versions.py [--base d36b2b4] [--rounds 5] [--quick] [--compiled]
+
+``--compiled`` builds the earlier commit's C extensions too (as ``bench_json_rules`` does), for a commit that
+has them: both versions then read through the same kind of code.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_json_rules import exported
 from common import REPEATS, corpus, figure, figures_table, markdown_table, take_figures
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,10 +102,11 @@ def _export(base: str, into: str) -> str:
     return os.path.join(into, "src")
 
 
-def run(quick: bool = False, base: str = BASE, rounds: int = REPEATS) -> list[dict]:
+def run(quick: bool = False, base: str = BASE, rounds: int = REPEATS, compiled: bool = False) -> list[dict]:
     size = 32 << 20 if quick else 256 << 20
     with tempfile.TemporaryDirectory(prefix="sjsonl-base-") as tmp:
-        versions = {"before": _export(base, tmp), "after": os.path.join(REPO, "src")}
+        before = exported(base, tmp) if compiled else _export(base, tmp)
+        versions = {"before": before, "after": os.path.join(REPO, "src")}
         rows = []
         for kind in ("short", "long"):
             path = corpus(kind, size)
@@ -155,8 +160,9 @@ def main() -> None:
     parser.add_argument("--base", default=BASE, help=f"the earlier commit (any git ref; default {BASE})")
     parser.add_argument("--rounds", type=int, default=REPEATS)
     parser.add_argument("--quick", action="store_true", help="32 MiB corpora")
+    parser.add_argument("--compiled", action="store_true", help="build the earlier commit's C extensions")
     args = parser.parse_args()
-    rows = run(args.quick, args.base, args.rounds)
+    rows = run(args.quick, args.base, args.rounds, args.compiled)
     print(f"medians of {args.rounds} fresh processes per version, alternating; before = {args.base}\n")
     print(markdown_table(rows, COLUMNS))
     print("\n" + figures_table(take_figures()))

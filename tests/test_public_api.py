@@ -35,3 +35,29 @@ def test_every_error_and_class_the_docs_name_is_importable() -> None:
 def test_the_reference_page_renders_the_whole_all() -> None:
     page = (REPO / "docs" / "api" / "sjsonl.md").read_text()
     assert "::: sjsonl\n" in page and "members: true" in page  # every member of __all__, none picked by hand
+
+
+def test_every_sjsonl_name_the_docs_mention_exists() -> None:
+    """``sjsonl.a.b`` in the README or the guides names a module or an attribute that exists (a module moved
+    or a name renamed leaves no stale reference behind)."""
+    import importlib
+
+    stale = set()
+    for doc in DOCS:
+        if doc.name == "changes.md":  # names the old paths on purpose
+            continue
+        for dotted in set(re.findall(r"\bsjsonl(?:\.[A-Za-z_]\w*)+", doc.read_text())):
+            parts = dotted.split(".")
+            if parts[-1] == "md":  # a link to a page (sjsonl.md), not a name
+                continue
+            for k in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+                try:
+                    obj = importlib.import_module(".".join(parts[:k]))
+                except ImportError:
+                    continue
+                for attr in parts[k:]:
+                    obj = getattr(obj, attr, None)
+                if obj is None:
+                    stale.add(f"{doc.name}: {dotted}")
+                break
+    assert not stale, sorted(stale)

@@ -26,8 +26,13 @@ from sjsonl.data.transforms.splits import DatasetDict, train_test_split
 
 
 class HFSurface:
-    """🤗 ``Dataset``'s properties and methods, mixed into :class:`~sjsonl.JSONLDataset` (``self`` is one;
-    typed ``Any`` here because a mixin cannot name its subclass as its ``self`` type)."""
+    """🤗 ``Dataset``'s properties and methods, mixed into :class:`~sjsonl.JSONLDataset` (``self`` is one:
+    typed by the :class:`~sjsonl.data.transforms.protocol.RecordDataset` protocol, whose TypeVar gives the
+    caller's own class back).
+
+    Three methods change the dataset in place, as 🤗's do and as their ``set_``/``reset_`` names say:
+    ``set_format``, ``set_transform`` and ``reset_format``. Every other method returns a new view and leaves
+    the dataset as it was."""
 
     @property
     def num_rows(self: D) -> int:
