@@ -14,6 +14,15 @@ deliver about 8× the items a second (see the README's prefetch table).
 ``iter()`` continue after them (the :class:`~sjsonl.sampling.Cursor` rules). Items read ahead but not
 yet yielded are not part of the state: a resume reads them again.
 
+**Elastic.** Over a shard — ``ds.shard(R, r).prefetch()``, ``ds.shard(R, r).batch(b).prefetch()`` or
+``ds.batch(b).shard(R, r).prefetch()`` — the state also records how the shard was cut (its ``layout``) and
+which part of the parent's positions the pass covers (its ``segment``). Loaded into a prefetcher over a shard
+cut another way (another world size, ``contiguous``, or batch size) from the same parent, it continues the
+same pass: ranks move in lockstep, so every rank of the saved run had taken as many items as the one saved,
+and the new ranks together deliver exactly the rest (:func:`~sjsonl.sampling.elastic.shard_rest`), each
+once; the pass after it is an ordinary pass of the new layout. Resuming again composes (the segment
+narrows). A pass saved complete leaves nothing, as at the same layout.
+
 Example:
     >>> import os, tempfile
     >>> from sjsonl import JSONLDataset
@@ -37,7 +46,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.sampling.distributed import Cursor
+from sjsonl.sampling.distributed import Cursor, check_count, check_state, is_int
 
 
 class Prefetcher:
@@ -57,27 +66,38 @@ class Prefetcher:
         self.items, self.prefetch = items, int(prefetch)
         self.threads = int(threads) if threads is not None else min(self.prefetch, 2 * (os.cpu_count() or 1))
         self._cursor = Cursor()
+        # an elastic resume: (this shard's items of the rest of the saved pass, that rest as ranges of the
+        # parent's positions, whether its pass has begun)
+        self._segment: tuple[Any, list[tuple[int, int]], bool] | None = None
 
     def __len__(self) -> int:
-        return len(self.items)
+        """Items of the pass ``iter()`` makes next (or is making): after an elastic resume, the rest's."""
+        return len(self._current())
+
+    def _current(self) -> Any:
+        return self._segment[0] if self._segment is not None else self.items
 
     def __iter__(self) -> Iterator[Any]:
-        n = len(self.items)
+        if self._segment is not None:
+            items, rest, begun = self._segment
+            self._segment = None if begun else (items, rest, True)  # a resumed pass is used once
+        items = self._current()
+        n = len(items)
         start = self._cursor.begin(n)  # eager: a loaded state belongs to the first iter() after it
-        return self._generate(start, n)
+        return self._generate(items, start, n)
 
-    def _generate(self, start: int, n: int) -> Iterator[Any]:
+    def _generate(self, items: Any, start: int, n: int) -> Iterator[Any]:
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="sjsonl-prefetch")
         pending: deque[Future] = deque()
         nxt = start
         try:
             while nxt < n and len(pending) < self.prefetch:
-                pending.append(pool.submit(self.items.__getitem__, nxt))
+                pending.append(pool.submit(items.__getitem__, nxt))
                 nxt += 1
             while pending:
                 item = pending.popleft().result()
                 if nxt < n:
-                    pending.append(pool.submit(self.items.__getitem__, nxt))
+                    pending.append(pool.submit(items.__getitem__, nxt))
                     nxt += 1
                 self._cursor.yielded += 1
                 yield item
@@ -85,9 +105,74 @@ class Prefetcher:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def state_dict(self) -> dict[str, Any]:
-        """``{"epoch", "yielded", "n"}``: how far the current pass got."""
-        return self._cursor.state_dict(n=len(self.items))
+        """``{"epoch", "yielded", "n"}``: how far the current pass got — plus, over a shard, its ``layout``
+        and ``segment`` (see the module docstring)."""
+        state = self._cursor.state_dict(n=len(self._current()))
+        layout = _layout_of(self.items)
+        if layout is not None:
+            rest = self._segment[1] if self._segment is not None else [(0, layout["total"])]
+            state.update(layout=layout, segment=[list(r) for r in rest])
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Continue the saved pass on the next ``iter()``; raises if the item count differs."""
-        self._cursor.load_state_dict(state_dict, len(self.items), n=len(self.items))
+        """Continue the saved pass on the next ``iter()``: at the same layout, after the items yielded
+        (raises if the item count differs); over a shard cut another way from the same parent, over the rest
+        of the pass (see the module docstring)."""
+        state = dict(state_dict) if isinstance(state_dict, dict) else state_dict
+        saved, segment = (
+            (state.pop("layout", None), state.pop("segment", None))
+            if isinstance(state, dict)
+            else (None, None)
+        )
+        mine = _layout_of(self.items)
+        if saved is None:  # not over a shard: the same items, continued after those yielded
+            self._segment = None
+            self._cursor.load_state_dict(state, len(self.items), n=len(self.items))
+            return
+        if mine is None:
+            raise InvalidArgumentError(
+                f"cannot resume: the state was saved over a shard ({saved.get('num_shards')} shards); load "
+                "it into a prefetcher over a .shard() of the same dataset"
+            )
+        rest_of = _checked_segment(saved, segment, mine)
+        n_saved = check_count("n", state.get("n"))
+        epoch, yielded = check_state(state, n_saved, {"n": n_saved})
+        # ranks end a pass together (lockstep): a state saved when its rank's pass had ended ends the pass
+        # on every rank, and what drop_last_batch cut from it stays cut
+        if yielded >= n_saved:
+            rest_of = []
+            consumed = 0
+        else:
+            consumed = yielded * saved["batch"][0] if saved["batch"] else yielded
+        items, rest = self.items.elastic_rest(saved, rest_of, consumed) if rest_of else (self.items[0:0], [])
+        self._segment = (items, rest, False)
+        self._cursor.epoch = epoch
+        self._cursor.resume_at(epoch, 0)
+
+
+def _layout_of(items: Any) -> dict[str, Any] | None:
+    layout = getattr(items, "elastic_layout", None)
+    return layout() if callable(layout) else None
+
+
+def _checked_segment(saved: Any, segment: Any, mine: dict[str, Any]) -> list[tuple[int, int]]:
+    """The saved segment as ranges, after checking that the saved layout is one this prefetcher can continue:
+    the same parent (length and order), and a well-formed segment inside it."""
+    if not isinstance(saved, dict) or set(saved) != set(mine):
+        raise InvalidArgumentError(f"cannot resume: malformed layout in the saved state: {saved!r}")
+    for key in ("total", "order"):
+        if saved[key] != mine[key]:
+            raise InvalidArgumentError(
+                f"cannot resume: saved state has {key}={saved[key]!r} for the sharded dataset, this one has "
+                f"{mine[key]!r} (another dataset, seed, epoch or batch size)"
+            )
+    check_count("num_shards", saved["num_shards"], lower=1)
+    if not isinstance(segment, list) or not all(
+        isinstance(r, list)
+        and len(r) == 2
+        and all(is_int(x) for x in r)
+        and 0 <= r[0] < r[1] <= saved["total"]
+        for r in segment
+    ):
+        raise InvalidArgumentError(f"cannot resume: malformed segment in the saved state: {segment!r}")
+    return [(int(a), int(b)) for a, b in segment]

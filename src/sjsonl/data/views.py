@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,7 +30,8 @@ import numpy as np
 from sjsonl.data.transforms.export import batch_of
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError, out_of_range
 from sjsonl.sampling.distributed import PaddedMap
-from sjsonl.sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap
+from sjsonl.sampling.elastic import shard_rest
+from sjsonl.sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, RangesMap
 
 if TYPE_CHECKING:
     from sjsonl.data.prefetch import Prefetcher
@@ -42,11 +44,15 @@ class Views:
 
     _len: int
     _order: IndexMap | None
+    #: ``(parent, num_shards, index, contiguous)`` on a view made by :meth:`shard`: what an elastic resume
+    #: cuts again at another layout (see :meth:`elastic_layout`)
+    _shard: tuple[Any, int, int, bool] | None = None
 
     def _view(self: V, order: IndexMap) -> V:
         """A copy reading through ``order`` (classes with more per-view state extend it)."""
         view = copy.copy(self)
         view._order, view._len = order, len(order)
+        view._shard = None
         return view
 
     def __len__(self) -> int:
@@ -132,10 +138,48 @@ class Views:
         if num_shards < 1 or not 0 <= index < num_shards:
             raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
         if not contiguous:
-            return self._view(RangeMap(self._base_map(), index, self._len, num_shards))
-        div, mod = divmod(self._len, num_shards)
-        start = div * index + min(index, mod)
-        return self._view(RangeMap(self._base_map(), start, start + div + (index < mod)))
+            view = self._view(RangeMap(self._base_map(), index, self._len, num_shards))
+        else:
+            div, mod = divmod(self._len, num_shards)
+            start = div * index + min(index, mod)
+            view = self._view(RangeMap(self._base_map(), start, start + div + (index < mod)))
+        view._shard = (self, int(num_shards), int(index), bool(contiguous))
+        return view
+
+    def elastic_layout(self) -> dict[str, Any] | None:
+        """How :meth:`shard` cut this view from its parent — what a :class:`~sjsonl.Prefetcher`'s state
+        records so that a run at another world size can continue the pass (:meth:`elastic_rest`); ``None``
+        for a view not made by ``shard``. ``order`` fingerprints the parent's order (its length, files and
+        a sample of its positions), so a state is never carried into another dataset, seed or epoch."""
+        if self._shard is None:
+            return None
+        parent, num_shards, _, contiguous = self._shard
+        return {
+            "num_shards": num_shards,
+            "contiguous": contiguous,
+            "total": len(parent),
+            "order": parent._order_signature(),
+            "batch": None,
+        }
+
+    def elastic_rest(
+        self, layout: dict[str, Any], segment: list[tuple[int, int]], consumed: int
+    ) -> tuple[Any, list]:
+        """This shard's items of what a pass saved at ``layout`` has left, and that rest as ranges of the
+        parent's positions: ``segment`` is what the saved pass covered and ``consumed`` how many items of
+        its shard each rank had taken (ranks move in lockstep)."""
+        assert self._shard is not None
+        parent, num_shards, index, contiguous = self._shard
+        rest = shard_rest(segment, layout["num_shards"], layout["contiguous"], consumed)
+        whole = parent._view(ComposedMap(parent._base_map(), RangesMap(rest)))
+        return whole.shard(num_shards, index, contiguous), rest
+
+    def _order_signature(self) -> int:
+        """A fingerprint of this view's order: its length, its files and a sample of its positions."""
+        n = self._len
+        sample = np.unique(np.linspace(0, n - 1, 17).astype(np.int64)) if n else np.zeros(0, np.int64)
+        positions = self._base_map().take(sample).tolist() if n else []
+        return zlib.crc32(repr((type(self).__name__, n, positions, getattr(self, "files", None))).encode())
 
     def repeat(self: V, num_times: int) -> V:
         """🤗 ``Dataset.repeat``: the records ``num_times`` times over, in the same order each time (for a
@@ -220,6 +264,31 @@ class BatchedDataset(Views):
 
     def __repr__(self) -> str:
         return f"BatchedDataset({self.dataset!r}, batch_size={self.batch_size}, batches={self._len})"
+
+    def elastic_layout(self) -> dict[str, Any] | None:
+        """As :meth:`Views.elastic_layout`, for batches of a shard (``ds.shard(R, r).batch(b)``: each rank
+        batches its own records) as well as for a shard of batches (``ds.batch(b).shard(R, r)``)."""
+        if self._shard is not None:
+            return super().elastic_layout()
+        inner = getattr(self.dataset, "elastic_layout", None)
+        layout = inner() if callable(inner) else None
+        if layout is not None:
+            layout["batch"] = [self.batch_size, self.drop_last_batch]
+        return layout
+
+    def elastic_rest(
+        self, layout: dict[str, Any], segment: list[tuple[int, int]], consumed: int
+    ) -> tuple[Any, list]:
+        if self._shard is not None:
+            return super().elastic_rest(layout, segment, consumed)
+        shard, rest = self.dataset.elastic_rest(layout, segment, consumed)
+        return BatchedDataset(shard, self.batch_size, self.drop_last_batch), rest
+
+    def _order_signature(self) -> int:
+        inner = getattr(self.dataset, "_order_signature", None)
+        return zlib.crc32(
+            repr((super()._order_signature(), self.batch_size, inner() if inner else None)).encode()
+        )
 
     def __getitem__(self, b: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
         """Batch ``b`` as a dict of lists; slices and integer lists give lists of batches."""

@@ -19,8 +19,8 @@ from sjsonl.sampling.distributed import (
     per_rank,
     shard_order,
 )
-from sjsonl.sampling.elastic import carry_over, remaining
-from sjsonl.sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, SkipMap
+from sjsonl.sampling.elastic import carry_over, remaining, shard_rest
+from sjsonl.sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, RangesMap, SkipMap
 from sjsonl.sampling.permutation import Permutation
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "PaddedMap",
     "Permutation",
     "RangeMap",
+    "RangesMap",
     "SkipMap",
     "carry_over",
     "check_state",
@@ -41,4 +42,5 @@ __all__ = [
     "per_rank",
     "remaining",
     "shard_order",
+    "shard_rest",
 ]

@@ -217,3 +217,50 @@ def merge_worker_states(states: list[Any], dataset: dict[str, Any]) -> dict[str,
     extras = tuple(sorted(w + j * workers for w, y in took.items() for j in range(first_past[w], y)))
     done, rest = taken_after(n, consumed, skipped, replicas, prefix, extras)
     return {"epoch": epoch, "yielded": 0, **dataset, **layout, "consumed": done, "skipped": list(rest)}
+
+
+def shard_rest(
+    segment: list[tuple[int, int]], num_shards: int, contiguous: bool, consumed: int
+) -> list[tuple[int, int]]:
+    """What a pass over ``segment`` (positions of a dataset, as ranges in order) has left when each of
+    ``num_shards`` ranks in lockstep took ``consumed`` items of its shard — shards as
+    :meth:`JSONLDataset.shard <sjsonl.JSONLDataset.shard>` cuts them: ``contiguous`` blocks whose sizes differ
+    by at most one, or every ``num_shards``-th position. The rest comes back as ranges, in the pass's order,
+    so that a new layout can shard it again (and a later resume cut it again).
+
+    Example:
+        >>> shard_rest([(0, 10)], 3, contiguous=True, consumed=2)   # blocks [0,4) [4,7) [7,10)
+        [(2, 4), (6, 7), (9, 10)]
+        >>> shard_rest([(0, 10)], 3, contiguous=False, consumed=2)  # rank r took r and r + 3
+        [(6, 10)]
+    """
+    lengths = [b - a for a, b in segment]
+    m = sum(lengths)
+    if contiguous:
+        div, mod = divmod(m, num_shards)
+        left = []
+        for r in range(num_shards):
+            start, size = div * r + min(r, mod), div + (r < mod)
+            left.append((start + min(consumed, size), start + size))
+    else:
+        left = [(min(consumed * num_shards, m), m)]
+    # positions in the concatenated segment -> ranges of the dataset's positions
+    out: list[tuple[int, int]] = []
+    offset = 0
+    for (a, _end), length in zip(segment, lengths):
+        for lo, hi in left:
+            lo, hi = max(lo, offset), min(hi, offset + length)
+            if hi > lo:
+                out.append((a + lo - offset, a + hi - offset))
+        offset += length
+    return _merged(out)  # in the segment's order: its ranges in turn, each one's pieces in increasing order
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if out and out[-1][1] == a:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out

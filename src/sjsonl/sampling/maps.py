@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -129,3 +130,33 @@ class SkipMap:
     def take(self, positions: np.ndarray) -> np.ndarray:
         pos = np.asarray(positions, dtype=np.int64)
         return pos + np.searchsorted(self._shift, pos, side="right")
+
+
+class RangesMap:
+    """The half-open ranges ``[a, b)`` one after another: what an epoch has left after a resume
+    (:func:`sjsonl.sampling.elastic.shard_rest`). O(number of ranges) memory, a binary search per lookup.
+
+    Example:
+        >>> m = RangesMap([(2, 4), (7, 9)])
+        >>> len(m), m[2], m.take(np.arange(4)).tolist()
+        (4, 7, [2, 3, 7, 8])
+    """
+
+    def __init__(self, ranges: Sequence[tuple[int, int]]) -> None:
+        kept = [(int(a), int(b)) for a, b in ranges if b > a]
+        self.starts = np.array([a for a, _ in kept], dtype=np.int64)
+        lengths = np.array([b - a for a, b in kept], dtype=np.int64)
+        self.ends = np.cumsum(lengths)  # position where each range ends in the concatenation
+        self.n = int(self.ends[-1]) if len(kept) else 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.take(np.array([i], dtype=np.int64))[0])
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        pos = np.asarray(positions, dtype=np.int64)
+        k = np.searchsorted(self.ends, pos, side="right")
+        before = np.where(k > 0, self.ends[np.maximum(k - 1, 0)], 0)
+        return self.starts[k] + (pos - before)
