@@ -248,8 +248,32 @@ def test_iterable_dataset_any_world_size_to_any_other(old: int, new: int, drop_l
     for r in range(new):
         resumed = _iterable(new, r, drop_last)
         resumed.load_state_dict(state)
-        assert list(resumed) == _torch_layout(left, new, r, drop_last)
+        expected = _torch_layout(left, new, r, drop_last)
+        assert len(resumed) == len(expected)  # len() counts the resumed pass, not a whole epoch
+        assert list(resumed) == expected
+        assert len(resumed) == len(_torch_layout(order, new, r, drop_last))  # then whole epochs again
     assert not set(before) & set(left)
+
+
+@pytest.mark.parametrize("drop_last", [False, True], ids=["padded", "drop_last"])
+@pytest.mark.parametrize(("old", "new"), [(4, 2), (2, 3), (1, 8), (8, 1), (3, 3)])
+def test_len_of_a_resumed_sampler_is_what_its_pass_hands_out(old: int, new: int, drop_last: bool) -> None:
+    """``len(sampler)`` (so ``len(loader)``) counts the resumed pass's indices, then whole epochs again."""
+    first = [DistributedSampler(list(range(N)), old, r, seed=SEED, drop_last=drop_last) for r in range(old)]
+    iters = []
+    for sampler in first:
+        sampler.set_epoch(EPOCH)
+        iters.append(iter(sampler))
+    for it in iters:
+        [next(it) for _ in range(3)]
+    state = first[0].state_dict()
+    for r in range(new):
+        resumed = DistributedSampler(list(range(N)), new, r, seed=SEED, drop_last=drop_last)
+        resumed.set_epoch(EPOCH)
+        resumed.load_state_dict(state)
+        n = len(resumed)
+        assert n == len(list(resumed))
+        assert len(resumed) == resumed.num_samples  # the pass is over: an ordinary epoch's length
 
 
 @pytest.mark.parametrize("new_workers", [0, 1, 3])

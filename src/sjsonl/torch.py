@@ -110,6 +110,15 @@ class DistributedSampler(_TorchDistributedSampler):
     def epoch(self, value: int) -> None:
         self._cursor.set_epoch(value)
 
+    def __len__(self) -> int:
+        """Indices the next pass hands out: ``num_samples`` (torch's), or with a resume pending, what is
+        left of the resumed pass — so ``len(loader)`` counts the steps the resumed pass will take."""
+        pending = self._cursor.pending
+        if pending is None:
+            return int(self.num_samples)
+        order = remaining(self._n, *self._cursor.next_done)
+        return max(0, len(shard_order(order, self.num_replicas, self.rank, self.drop_last)) - pending[1])
+
     def __iter__(self) -> Iterator[int]:
         # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
         order = remaining(self._n, *self._cursor.next_done)
@@ -293,8 +302,16 @@ class IterableDataset(torch.utils.data.IterableDataset):
         self._cursor.set_epoch(epoch)
 
     def __len__(self) -> int:
+        """Records this rank's next pass yields (over all its workers): its share of an epoch, or with a
+        resume pending, its share of what the epoch has left."""
         replicas, _ = self._world()
-        return per_rank(self._n, replicas, self.drop_last)
+        pending = self._cursor.pending
+        if pending is None:
+            return per_rank(self._n, replicas, self.drop_last)
+        done = self._cursor.next_done
+        if pending[1]:  # a start inside this rank's share, as a state saved without workers has it
+            done = taken_after(self._n, *done, replicas, pending[1])
+        return per_rank(len(remaining(self._n, *done)), replicas, self.drop_last)
 
     # ----------------------------------------------------------------- iteration
     def __iter__(self) -> Iterator[Any]:
