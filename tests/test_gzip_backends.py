@@ -11,6 +11,7 @@ import io
 import itertools
 import os
 import pickle
+import subprocess
 import sys
 
 import indexed_gzip
@@ -218,3 +219,59 @@ def test_indexer_with_each_backend_writes_the_same_index(corpus, tmp_path, monke
         assert os.path.exists(tmp_path / backend / "my.index.seekpoints")
         written[backend] = np.load(out).tolist()
     assert written["rapidgzip"] == written["indexed_gzip"]
+
+
+def test_a_decompressor_asking_past_the_pinned_end_gets_an_error_not_a_spin(tmp_path):
+    """indexed_gzip asks again and again for bytes at the end of a stream it expects to go on. A chaos run
+    (a writer truncating a .gz under readers) hung there for good: the file was pinned at 0 bytes while zran
+    was mid-stream, and every ask got b"". After MAX_EMPTY_READS asks in a row the reader raises, naming
+    the file, so the read fails (and is checked against the file) instead of spinning."""
+    from sjsonl.storage import local
+
+    path = tmp_path / "d.bin"
+    path.write_bytes(b"abc")
+    reader = LocalFile(str(path)).open_reader()
+    assert reader.read(10) == b"abc"
+    for _ in range(local.MAX_EMPTY_READS):
+        assert reader.read(10) == b""
+    with pytest.raises(OSError, match=r"d\.bin ends at byte 3"):
+        reader.read(10)
+    reader.seek(0)
+    assert reader.read(2) == b"ab"  # a read that returns bytes starts the count again
+    assert reader.read(10) == b"c"
+    assert all(reader.read(10) == b"" for _ in range(local.MAX_EMPTY_READS))
+
+
+_PINNED_AT_NOTHING = r"""
+import dataclasses, gzip, random, sys
+import sjsonl.storage.compressed as compressed
+from sjsonl import SJSONLError
+from sjsonl.storage import LocalFile
+path = sys.argv[1]
+compressed.GZIP_SPACING = 1 << 16
+rng = random.Random(0)
+data = b"".join(b'{"i": %d, "t": "%s"}\n' % (i, bytes(rng.choice(b"abcdefghij") for _ in range(40)))
+                for i in range(60000))
+open(path, "wb").write(gzip.compress(data))
+f = compressed.GzipFile(LocalFile(path), build_backend="indexed_gzip")
+for _ in f.chunks(1 << 20):  # a whole pass: zran holds seek points all along the stream
+    pass
+stamp = f.source.stamp(fingerprint=False)
+f.source.pin(dataclasses.replace(stamp, size=0, stored_size=0))  # as the chaos run had it: 0 bytes pinned
+try:
+    f.read(len(data) - 1000, len(data) - 900)  # zran seeks to a late point and asks for bytes past the end
+except SJSONLError as exc:
+    print(type(exc).__name__)
+"""
+
+
+def test_a_read_past_the_pinned_bytes_from_a_late_seek_point_fails_instead_of_hanging(tmp_path):
+    """The chaos run's hang, replayed: zran mid-stream (at a late seek point) over a file pinned at 0 bytes
+    spun forever on empty reads — and, in C, out of reach of pytest's timeout. Now the read fails (checked
+    against the file: it changed) in a subprocess that the test gives a minute."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PINNED_AT_NOTHING, str(tmp_path / "d.jsonl.gz")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() in ("StaleDataError", "DataFileError"), out.stdout

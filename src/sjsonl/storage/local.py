@@ -478,6 +478,10 @@ def _version_check(file: LocalFile) -> Callable[[], None]:
     return check
 
 
+#: Reads at the end of the pinned bytes a decompressor may make in a row before the end is an error.
+MAX_EMPTY_READS = 64
+
+
 class PinnedReader:
     """A read-only file object over a :class:`LocalFile`'s open file, with its own position.
 
@@ -497,13 +501,21 @@ class PinnedReader:
     def __init__(self, source: LocalFile) -> None:
         self.source, self.pos, self.closed = source, 0, False
         self.name = source.path
+        self._empty_reads = 0
 
     def read(self, n: int = -1) -> bytes:
         pinned = self.source.pinned
         end = pinned.stored if pinned is not None else self.source.size  # bytes appended are not ours
         n = end - self.pos if n is None or n < 0 else min(n, end - self.pos)
         if n <= 0:
+            # indexed_gzip asks again and again at the end of a stream cut mid-member (a gzip file pinned
+            # while a writer appended to it) and would spin forever: after a few asks, the end is an error
+            self._empty_reads += 1
+            if self._empty_reads > MAX_EMPTY_READS:
+                self._empty_reads = 0
+                raise OSError(errno.EIO, f"{self.name} ends at byte {end} before its compressed stream does")
             return b""
+        self._empty_reads = 0
         data = self.source.read(self.pos, self.pos + n)
         self.pos += len(data)
         return data
