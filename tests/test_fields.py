@@ -202,3 +202,41 @@ def test_one_document_two_fields_never_share_a_schema(tmp_path):
     doc.write_text('{"rows": [{"a": 1}, {"a": 2}], "x": [{"b": "s"}, {"b": "t"}]}')
     assert JSONLDataset(doc, field="rows").column_names == ["a"]
     assert JSONLDataset(doc, field="x").column_names == ["b"]
+
+
+def test_both_ways_of_decoding_a_projection_give_the_same_subsets() -> None:
+    """A projection times both ways on its first records and keeps the faster (never asserted here: no
+    wall-clock in tests); whichever it keeps, every record's subset is the same."""
+    from sjsonl.records.fields import PROBE_RECORDS, FieldProjection, Projection
+
+    rows = [
+        b'{"id": 1, "meta": {"lang": "en", "n": 2}, "text": "caf\\u00e9 \xc3\xa9t\xc3\xa9"}',
+        b'{"id": 2, "meta": {"lang": "fr"}}',
+        b'{"id": 3, "meta": null}',
+        b'{"text": "x", "id": 4, "id": 5}',
+        b'{"meta": {"lang": "de", "lang": "nl"}, "id": NaN}',
+        b"{}",
+    ]
+    for make in (
+        lambda: FieldProjection(["id", "meta.lang"]),
+        lambda: FieldProjection(["id", "meta.lang"], missing="none"),
+        lambda: Projection(["id", "text", "absent"]),
+    ):
+        ways = {}
+        for full in (False, True):
+            proj = make()
+            proj._probe, proj._full = None, full  # this way from the first record
+            ways[full] = [proj(r) for r in rows]
+        assert ways[False] == ways[True]
+        chooser = make()
+        assert chooser.way is None
+        got = [chooser(rows[k % len(rows)]) for k in range(PROBE_RECORDS + 10)]
+        assert chooser.way in ("projected", "full")
+        assert got == [ways[False][k % len(rows)] for k in range(PROBE_RECORDS + 10)]
+    from sjsonl.records.decode import FieldMismatch  # (the dataset turns it into a located RecordFieldError)
+
+    for full in (False, True):
+        proj = Projection(["id"])
+        proj._probe, proj._full = None, full
+        with pytest.raises(FieldMismatch, match="not an object"):
+            proj(b"[1, 2]")
