@@ -226,20 +226,20 @@ def test_a_decompressor_asking_past_the_pinned_end_gets_an_error_not_a_spin(tmp_
     (a writer truncating a .gz under readers) hung there for good: the file was pinned at 0 bytes while zran
     was mid-stream, and every ask got b"". After MAX_EMPTY_READS asks in a row the reader raises, naming
     the file, so the read fails (and is checked against the file) instead of spinning."""
-    from sjsonl.storage import local
+    from sjsonl.storage import pinned
 
     path = tmp_path / "d.bin"
     path.write_bytes(b"abc")
     reader = LocalFile(str(path)).open_reader()
     assert reader.read(10) == b"abc"
-    for _ in range(local.MAX_EMPTY_READS):
+    for _ in range(pinned.MAX_EMPTY_READS):
         assert reader.read(10) == b""
     with pytest.raises(OSError, match=r"d\.bin ends at byte 3"):
         reader.read(10)
     reader.seek(0)
     assert reader.read(2) == b"ab"  # a read that returns bytes starts the count again
     assert reader.read(10) == b"c"
-    assert all(reader.read(10) == b"" for _ in range(local.MAX_EMPTY_READS))
+    assert all(reader.read(10) == b"" for _ in range(pinned.MAX_EMPTY_READS))
 
 
 _PINNED_AT_NOTHING = r"""

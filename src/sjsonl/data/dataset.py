@@ -144,6 +144,7 @@ class JSONLDataset(Views, HFSurface):
             allow_nan=allow_nan,
         ))  # fmt: skip
         self._open()
+        self._choose_way()
 
     def _open(self) -> None:
         paths, policy, options = self._opening
@@ -379,6 +380,7 @@ class JSONLDataset(Views, HFSurface):
             )
         view = copy.copy(self)
         view._decode, view._plain = FieldProjection(fields, missing, self._allow_nan), False
+        view._choose_way()
         return view
 
     def select_columns(self, columns: Sequence[str]) -> JSONLDataset:
@@ -416,7 +418,21 @@ class JSONLDataset(Views, HFSurface):
         """A view whose records are decoded by ``decode`` (a projection: see ``select_columns``)."""
         view = copy.copy(self)
         view._decode, view._plain = decode, False
+        view._choose_way()
         return view
+
+    def _choose_way(self) -> None:
+        """Let a projection measure, on up to 256 records from across the files, whether skipping fields
+        or a full parse and a pick decodes these records faster (:meth:`FieldProjection.choose`)."""
+        choose = getattr(self._decode, "choose", None)
+        if choose is None or not self._len:
+            return
+        base = self._base_map().take(np.unique(np.linspace(0, self._len - 1, 256).astype(np.int64)))
+        samples = []
+        for i in base.tolist():
+            f, j = self._locate(i)
+            samples.append(bytes(f.raw(j)))
+        choose(samples)
 
     def _locate(self, base: int) -> tuple[IndexedFile, int]:
         if self._single is not None:

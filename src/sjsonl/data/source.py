@@ -331,6 +331,17 @@ class IndexedFile:
         """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic."""
         hi = self.n if hi is None else hi
         for buf, base, bounds in iter_blocks(self.storage, self.offsets, self.end, lo, hi, self.read_spans):
+            if decode is not None and getattr(decode, "way", None) == "full":
+                # decode_spans' full way inlined, as the plain path below is (a nested generator costs)
+                pick, start = decode.pick, bounds[0]  # type: ignore[attr-defined]
+                for end in bounds[1:]:
+                    try:
+                        rec = pick(fast_loads(buf[start:end]))
+                    except (*DECODE_ERRORS, FieldMismatch):
+                        rec = next(self._decode_each([(start, end)], decode, buf, base))
+                    yield rec
+                    start = end
+                continue
             if decode is not None:
                 yield from self.decode_spans(itertools.pairwise(bounds), decode, buf=buf, base=base)
                 continue

@@ -52,7 +52,8 @@ from sjsonl.storage.base import (
     suffix_of,
 )
 from sjsonl.storage.formats import HEAD_BYTES, check_format, format_of_name
-from sjsonl.storage.local import GUARDED, LocalFile, MappedFile, PinnedReader, map_readonly, open_regular_file
+from sjsonl.storage.local import GUARDED, LocalFile, MappedFile, map_readonly, open_regular_file
+from sjsonl.storage.pinned import PinnedReader
 from sjsonl.storage.zip import split_member
 
 GZIP_SUFFIXES = (".gz", ".gzip")
