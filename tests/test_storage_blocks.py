@@ -170,3 +170,19 @@ def test_human_eval_recompressed(shared_data, tmp_path: Path) -> None:
         ds = JSONLDataset(path)
         assert len(ds) == 164
         check_every_access_path(ds, raw, singles=100)
+
+
+def test_many_reads_at_the_end_of_a_bz2_file_stay_reads(tmp_path: Path) -> None:
+    """indexed_bzip2 seeks to the end and reads nothing there once per request: those empty reads must
+    not add up to the limit that stops a decompressor spinning at the end of a cut stream (storage.pinned:
+    a seek starts the count again). A review found reads #127 on failing before that."""
+    from sjsonl.storage.pinned import MAX_EMPTY_READS
+
+    small, big = tmp_path / "s.jsonl.bz2", tmp_path / "b.jsonl.bz2"
+    small.write_bytes(bz2.compress(b'{"a": 1}\n{"a": 2}\n'))
+    big.write_bytes(bz2.compress(b"".join(b'{"i": %d}\n' % i for i in range(1000))))
+    ds = JSONLDataset(small)
+    assert [ds[k % 2]["a"] for k in range(20 * MAX_EMPTY_READS)] == [1, 2] * 10 * MAX_EMPTY_READS
+    every = JSONLDataset(big)
+    for _ in range(3 * MAX_EMPTY_READS // 2):
+        assert sum(r["i"] for r in every) == 499500
