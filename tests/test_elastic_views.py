@@ -124,3 +124,79 @@ def test_a_mixture_resumes_at_another_world_size(parent, tmp_path):
         before, state = _run_ranks(mix, world, True, "batches of a shard", 3)
         after, _ = _run_ranks(mix, new_world, False, "batches of a shard", None, state)
         assert Counter(before) + Counter(after) == everything
+
+
+# ----------------------------------------------------------------- found by a review, kept fixed
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize(("total", "world"), [(7, 2), (7, 3), (7, 8), (50, 4)])
+def test_the_state_of_any_rank_even_a_shorter_or_empty_one_resumes_everything(
+    tmp_path, total, world, contiguous
+):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(f'{{"i": {i}}}\n' for i in range(total)))
+    parent = JSONLDataset(path)
+    steps = -(-total // world) - 1  # one short of the longest shard's end
+    for saver in range(world):
+        delivered, state = [], None
+        for rank in range(world):
+            loader = parent.shard(world, rank, contiguous).prefetch(2)
+            delivered += [r["i"] for r in itertools.islice(iter(loader), steps)]
+            if rank == saver:
+                state = loader.state_dict()
+        rest = []
+        for rank in range(2):
+            loader = parent.shard(2, rank, contiguous).prefetch(2)
+            loader.load_state_dict(state)
+            rest += [r["i"] for r in loader]
+        assert Counter(delivered) + Counter(rest) == Counter(range(total)), (saver, delivered, rest)
+
+
+def test_a_resumed_shard_keeps_what_was_done_to_it(parent):
+    """select_columns, map and other copies of a shard keep their decoder and transforms on resume."""
+    for make in (
+        lambda v: v.select_columns(["i"]),
+        lambda v: v.map(lambda r: {"i": r["i"] * 100}),
+        lambda v: v.with_transform(lambda b: {"i": [x + 1 for x in b["i"]]}),
+    ):
+        loader = make(parent.shard(2, 0)).prefetch(2)
+        first = list(itertools.islice(iter(loader), 3))
+        whole = list(make(parent.shard(2, 0)))
+        again = make(parent.shard(3, 0)).prefetch(2)  # another layout: the rest, transformed the same way
+        again.load_state_dict(loader.state_dict())
+        assert first == whole[:3] and all(set(rec) == set(whole[0]) for rec in again)
+
+
+def test_a_reordered_view_of_batches_is_not_elastic_and_resumes_at_its_layout(parent):
+    view = parent.shard(2, 1).batch(3).shuffle(seed=4)
+    loader = view.prefetch(2)
+    first = [i for b in itertools.islice(iter(loader), 2) for i in b["i"]]
+    assert "layout" not in loader.state_dict()
+    again = parent.shard(2, 1).batch(3).shuffle(seed=4).prefetch(2)
+    again.load_state_dict(loader.state_dict())
+    assert first + [i for b in again for i in b["i"]] == [i for b in view for i in b["i"]]
+
+
+def test_empty_data_and_malformed_layouts(parent, tmp_path):
+    empty = tmp_path / "e.jsonl"
+    empty.write_text("")
+    loader = JSONLDataset(empty).shard(2, 0).prefetch()
+    again = JSONLDataset(empty).shard(3, 1).prefetch()
+    again.load_state_dict(loader.state_dict())
+    assert list(again) == []
+    _, state = _run_ranks(parent, 2, True, "batches of a shard", 1)
+    for bad in ({"batch": ["2", False]}, {"batch": [-2, False]}, {"contiguous": "no"}):
+        with pytest.raises(InvalidArgumentError, match="malformed layout"):
+            _loader(parent, 2, 0, True, "batches of a shard").load_state_dict(
+                {**state, "layout": {**state["layout"], **bad}}
+            )
+
+
+def test_a_mixture_over_another_source_order_is_refused(parent, tmp_path):
+    from sjsonl import interleave_datasets
+
+    other = tmp_path / "o.jsonl"
+    other.write_text("".join(f'{{"i": {N + i}}}\n' for i in range(20)))
+    mix = lambda seed: interleave_datasets([parent.shuffle(seed=seed), JSONLDataset(other)])  # noqa: E731
+    _, state = _run_ranks(mix(0), 2, True, "records", 2)
+    with pytest.raises(InvalidArgumentError, match="order"):
+        _loader(mix(1), 2, 0, True, "records").load_state_dict(state)

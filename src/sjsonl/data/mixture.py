@@ -48,6 +48,7 @@ Example:
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -140,6 +141,15 @@ class MixtureDataset(Views):
         if self._reshuffle_seed is not None:
             j = Permutation(int(self._sizes[k]), seed=self._reshuffle_seed * 1009 + k, epoch=p)[j]
         return k, j
+
+    def _order_signature(self) -> int:
+        """As a view's, plus where sampled records come from and each source's own order (two mixtures of
+        the same length over other sources, seeds or weights differ)."""
+        n = self._len
+        sample = np.unique(np.linspace(0, n - 1, 17).astype(np.int64)).tolist() if n else []
+        routes = [self.source_of(i) for i in sample]
+        sources = [getattr(s, "_order_signature", lambda s=s: len(s))() for s in self.sources]
+        return zlib.crc32(repr((super()._order_signature(), routes, sources)).encode())
 
     def source_of(self, i: int) -> tuple[int, int]:
         """``(source, record)`` of record ``i``: which source it comes from and its index there.

@@ -110,7 +110,8 @@ class Prefetcher:
         state = self._cursor.state_dict(n=len(self._current()))
         layout = _layout_of(self.items)
         if layout is not None:
-            rest = self._segment[1] if self._segment is not None else [(0, layout["total"])]
+            whole = [(0, layout["total"])] if layout["total"] else []
+            rest = self._segment[1] if self._segment is not None else whole
             state.update(layout=layout, segment=[list(r) for r in rest])
         return state
 
@@ -137,9 +138,9 @@ class Prefetcher:
         rest_of = _checked_segment(saved, segment, mine)
         n_saved = check_count("n", state.get("n"))
         epoch, yielded = check_state(state, n_saved, {"n": n_saved})
-        # ranks end a pass together (lockstep): a state saved when its rank's pass had ended ends the pass
-        # on every rank, and what drop_last_batch cut from it stays cut
-        if yielded >= n_saved:
+        # the pass is over when every rank's is — the longest shard's (shards differ by at most one item);
+        # then what drop_last_batch cut stays cut. Before that, whatever no rank had delivered is the rest
+        if yielded >= _longest_share(saved, sum(b - a for a, b in rest_of)):
             rest_of = []
             consumed = 0
         else:
@@ -148,6 +149,15 @@ class Prefetcher:
         self._segment = (items, rest, False)
         self._cursor.epoch = epoch
         self._cursor.resume_at(epoch, 0)
+
+
+def _longest_share(layout: dict[str, Any], total: int) -> int:
+    """Items of the longest rank's pass over ``total`` positions cut as ``layout`` says."""
+    size = -(-total // layout["num_shards"])
+    if layout["batch"] is None:
+        return size
+    batch, drop = layout["batch"]
+    return size // batch if drop else -(-size // batch)
 
 
 def _layout_of(items: Any) -> dict[str, Any] | None:
@@ -167,6 +177,16 @@ def _checked_segment(saved: Any, segment: Any, mine: dict[str, Any]) -> list[tup
                 f"{mine[key]!r} (another dataset, seed, epoch or batch size)"
             )
     check_count("num_shards", saved["num_shards"], lower=1)
+    batch = saved["batch"]
+    well_formed = isinstance(saved["contiguous"], bool) and (
+        batch is None
+        or (
+            (isinstance(batch, list) and len(batch) == 2 and is_int(batch[0]) and batch[0] >= 1)
+            and isinstance(batch[1], bool)
+        )
+    )
+    if not well_formed:
+        raise InvalidArgumentError(f"cannot resume: malformed layout in the saved state: {saved!r}")
     if not isinstance(segment, list) or not all(
         isinstance(r, list)
         and len(r) == 2

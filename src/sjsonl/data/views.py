@@ -171,8 +171,16 @@ class Views:
         assert self._shard is not None
         parent, num_shards, index, contiguous = self._shard
         rest = shard_rest(segment, layout["num_shards"], layout["contiguous"], consumed)
-        whole = parent._view(ComposedMap(parent._base_map(), RangesMap(rest)))
-        return whole.shard(num_shards, index, contiguous), rest
+        whole = ComposedMap(parent._base_map(), RangesMap(rest))
+        n = len(whole)
+        if contiguous:
+            div, mod = divmod(n, num_shards)
+            start = div * index + min(index, mod)
+            mine: IndexMap = RangeMap(whole, start, start + div + (index < mod))
+        else:
+            mine = RangeMap(whole, index, n, num_shards)
+        # a copy of this very view (its decoder, transforms, read-ahead) reading the rest's share
+        return self._view(mine), rest
 
     def _order_signature(self) -> int:
         """A fingerprint of this view's order: its length, its files and a sample of its positions."""
@@ -267,9 +275,12 @@ class BatchedDataset(Views):
 
     def elastic_layout(self) -> dict[str, Any] | None:
         """As :meth:`Views.elastic_layout`, for batches of a shard (``ds.shard(R, r).batch(b)``: each rank
-        batches its own records) as well as for a shard of batches (``ds.batch(b).shard(R, r)``)."""
+        batches its own records) as well as for a shard of batches (``ds.batch(b).shard(R, r)``). A view of
+        the batches (shuffled, skipped, selected) takes them out of order: not elastic (``None``)."""
         if self._shard is not None:
             return super().elastic_layout()
+        if self._order is not None:
+            return None
         inner = getattr(self.dataset, "elastic_layout", None)
         layout = inner() if callable(inner) else None
         if layout is not None:
