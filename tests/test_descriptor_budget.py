@@ -95,3 +95,33 @@ def test_default_limit_follows_the_soft_rlimit():
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     assert DescriptorBudget().limit == max(8, min(4096, soft // 4))
+
+
+def test_a_close_from_a_finalizer_inside_the_budgets_own_section_neither_deadlocks_nor_mutates_it():
+    """A garbage collection can start at any allocation — inside the budget's critical section too — and
+    finalize a LocalFile whose __del__ calls ``closed()`` on the same thread. With a plain lock that hung a
+    test worker for good (py-spy: opened -> LocalFile.__del__ -> closed, waiting on its own lock). The lock
+    is re-entrant now, and such a close is applied when the section ends."""
+    import threading
+
+    from sjsonl.storage.descriptors import DescriptorBudget
+
+    class Held:
+        def give_up_descriptor(self) -> bool:
+            return True
+
+    budget, held = DescriptorBudget(limit=4), Held()
+    budget.opened(held)
+    result: list[int] = []
+
+    def inside() -> None:
+        with budget._section():  # where a collection inside opened() or used() would run the finalizer
+            budget.closed(held)
+            result.append(len(budget))  # not yet: the section's own view of the dict does not change
+        result.append(len(budget))
+
+    worker = threading.Thread(target=inside, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "closed() deadlocked inside the budget's own section"
+    assert result == [1, 0]

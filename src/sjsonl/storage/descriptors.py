@@ -22,11 +22,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -54,8 +56,25 @@ class DescriptorBudget:
     def __init__(self, limit: int | None = None) -> None:
         self._fixed = limit
         self._limit: int | None = limit
-        self._lock = threading.Lock()
+        # Re-entrant, because a garbage collection may run inside a critical section (any allocation can
+        # start one) and finalize a LocalFile, whose __del__ calls closed() on this same thread: with a plain
+        # Lock that deadlocked a test worker for good. A close arriving that way is deferred until the
+        # section ends, so the section never sees its dict change under it.
+        self._lock = threading.RLock()
+        self._busy = False
+        self._deferred: list[int] = []
         self._open: OrderedDict[int, weakref.ref[Any]] = OrderedDict()
+
+    @contextlib.contextmanager
+    def _section(self) -> Iterator[None]:
+        with self._lock:
+            self._busy = True
+            try:
+                yield
+            finally:
+                self._busy = False
+                while self._deferred:
+                    self._open.pop(self._deferred.pop(), None)
 
     @property
     def limit(self) -> int:
@@ -67,7 +86,7 @@ class DescriptorBudget:
         """``file`` opened a descriptor: count it, and take descriptors from the least recently used
         files beyond the limit."""
         key = id(file)
-        with self._lock:
+        with self._section():
             self._open[key] = weakref.ref(file)
             self._open.move_to_end(key)
             over = len(self._open) - self.limit
@@ -85,21 +104,25 @@ class DescriptorBudget:
     def used(self, file: Any) -> None:
         """``file`` used its descriptor: most recently used now (bookkeeping only near the limit)."""
         if len(self._open) * 2 > self.limit:
-            with self._lock:
+            with self._section():
                 if id(file) in self._open:
                     self._open.move_to_end(id(file))
 
     def closed(self, file: Any) -> None:
         """``file`` closed its descriptor."""
         with self._lock:
-            self._open.pop(id(file), None)
+            if self._busy:  # a finalizer run inside this thread's own section: after it, not now
+                self._deferred.append(id(file))
+            else:
+                self._open.pop(id(file), None)
 
     def __len__(self) -> int:
         return len(self._open)
 
     def after_fork(self) -> None:
         """In a forked child: a lock another thread of the parent held is a new one here."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._busy, self._deferred = False, []
         self._limit = self._fixed
 
 
