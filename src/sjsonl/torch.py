@@ -116,13 +116,16 @@ class DistributedSampler(_TorchDistributedSampler):
         pending = self._cursor.pending
         if pending is None:
             return int(self.num_samples)
+        return max(0, len(self._pass_positions()) - pending[1])
+
+    def _pass_positions(self) -> Any:
+        """This rank's positions in the next pass's order: a whole epoch's, or what a resume left of one."""
         order = remaining(self._n, *self._cursor.next_done)
-        return max(0, len(shard_order(order, self.num_replicas, self.rank, self.drop_last)) - pending[1])
+        return shard_order(order, self.num_replicas, self.rank, self.drop_last)
 
     def __iter__(self) -> Iterator[int]:
         # Eager on purpose: a resume loaded by load_state_dict belongs to the first iter() after it.
-        order = remaining(self._n, *self._cursor.next_done)
-        positions = shard_order(order, self.num_replicas, self.rank, self.drop_last)
+        positions = self._pass_positions()
         start = self._cursor.begin(len(positions), hold=True)
         perm = _epoch_perm(self._n, self.shuffle, self.seed, self._cursor.pass_epoch)
         return self._generate(positions, start, perm)

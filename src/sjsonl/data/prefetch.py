@@ -46,7 +46,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.sampling.distributed import Cursor, check_count, check_state, is_int
+from sjsonl.sampling.distributed import Cursor, check_count, check_state, is_int, per_rank
 
 
 class Prefetcher:
@@ -153,11 +153,11 @@ class Prefetcher:
 
 def _longest_share(layout: dict[str, Any], total: int) -> int:
     """Items of the longest rank's pass over ``total`` positions cut as ``layout`` says."""
-    size = -(-total // layout["num_shards"])
+    size = per_rank(total, layout["num_shards"])
     if layout["batch"] is None:
         return size
     batch, drop = layout["batch"]
-    return size // batch if drop else -(-size // batch)
+    return per_rank(size, batch, drop)  # batches of it: the same rounding (floor when the last is dropped)
 
 
 def _layout_of(items: Any) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from sjsonl.data.transforms.export import batch_of
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError, RecordIndexError, out_of_range
-from sjsonl.sampling.distributed import PaddedMap
+from sjsonl.sampling.distributed import PaddedMap, shard_block
 from sjsonl.sampling.elastic import shard_rest
 from sjsonl.sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, RangesMap
 
@@ -137,12 +137,7 @@ class Views:
         """
         if num_shards < 1 or not 0 <= index < num_shards:
             raise InvalidArgumentError(f"shard index {index} must lie in [0, {num_shards})")
-        if not contiguous:
-            view = self._view(RangeMap(self._base_map(), index, self._len, num_shards))
-        else:
-            div, mod = divmod(self._len, num_shards)
-            start = div * index + min(index, mod)
-            view = self._view(RangeMap(self._base_map(), start, start + div + (index < mod)))
+        view = self._view(_shard_map(self._base_map(), num_shards, index, contiguous))
         view._shard = (self, int(num_shards), int(index), bool(contiguous))
         return view
 
@@ -172,15 +167,8 @@ class Views:
         parent, num_shards, index, contiguous = self._shard
         rest = shard_rest(segment, layout["num_shards"], layout["contiguous"], consumed)
         whole = ComposedMap(parent._base_map(), RangesMap(rest))
-        n = len(whole)
-        if contiguous:
-            div, mod = divmod(n, num_shards)
-            start = div * index + min(index, mod)
-            mine: IndexMap = RangeMap(whole, start, start + div + (index < mod))
-        else:
-            mine = RangeMap(whole, index, n, num_shards)
         # a copy of this very view (its decoder, transforms, read-ahead) reading the rest's share
-        return self._view(mine), rest
+        return self._view(_shard_map(whole, num_shards, index, contiguous)), rest
 
     def _order_signature(self) -> int:
         """A fingerprint of this view's order: its length, its files and a sample of its positions."""
@@ -209,6 +197,13 @@ class Views:
         from sjsonl.data.prefetch import Prefetcher
 
         return Prefetcher(self, prefetch=prefetch, threads=threads)
+
+
+def _shard_map(base: IndexMap, num_shards: int, index: int, contiguous: bool) -> IndexMap:
+    """Shard ``index`` of ``base``'s positions: a contiguous block, or every ``num_shards``-th."""
+    if contiguous:
+        return RangeMap(base, *shard_block(len(base), num_shards, index))
+    return RangeMap(base, index, len(base), num_shards)
 
 
 def positions_of(key: slice | Sequence[int] | np.ndarray, n: int) -> np.ndarray:

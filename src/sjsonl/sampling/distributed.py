@@ -49,6 +49,19 @@ def per_rank(n: int, num_replicas: int, drop_last: bool = False) -> int:
     return n // num_replicas if drop_last else -(-n // num_replicas)
 
 
+def shard_block(n: int, num_shards: int, index: int) -> tuple[int, int]:
+    """``[start, stop)`` of contiguous shard ``index`` of ``n`` positions, as 🤗 ``Dataset.shard`` cuts
+    them: sizes differ by at most one, the first ``n % num_shards`` shards get one more.
+
+    Example:
+        >>> [shard_block(10, 3, k) for k in range(3)]
+        [(0, 4), (4, 7), (7, 10)]
+    """
+    div, mod = divmod(n, num_shards)
+    start = div * index + min(index, mod)
+    return start, start + div + (index < mod)
+
+
 class PaddedMap:
     """``base`` repeated from its start to ``size`` positions (or cut to ``size``): position ``p`` →
     ``base[p % len(base)]`` — torch's padding rule, without building the padded list.

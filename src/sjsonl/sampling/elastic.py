@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.sampling.distributed import check_count, check_state, is_int, per_rank
+from sjsonl.sampling.distributed import check_count, check_state, is_int, per_rank, shard_block
 from sjsonl.sampling.maps import IdentityMap, IndexMap, RangeMap, SkipMap
 
 LAYOUT_KEYS = ("num_replicas", "rank", "drop_last")
@@ -237,11 +237,8 @@ def shard_rest(
     lengths = [b - a for a, b in segment]
     m = sum(lengths)
     if contiguous:
-        div, mod = divmod(m, num_shards)
-        left = []
-        for r in range(num_shards):
-            start, size = div * r + min(r, mod), div + (r < mod)
-            left.append((start + min(consumed, size), start + size))
+        blocks = (shard_block(m, num_shards, r) for r in range(num_shards))
+        left = [(min(start + consumed, stop), stop) for start, stop in blocks]
     else:
         left = [(min(consumed * num_shards, m), m)]
     # positions in the concatenated segment -> ranges of the dataset's positions

@@ -43,6 +43,7 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 
 from sjsonl.data.transforms.protocol import RecordDataset
 from sjsonl.errors import InvalidArgumentError
+from sjsonl.sampling.distributed import shard_block
 
 #: Virtual shards (slices of the order) when ``num_shards`` is not given, capped at the record count.
 DEFAULT_SHARDS = 64
@@ -115,9 +116,8 @@ class SJSONLExamplesIterable(_BaseExamplesIterable):
     ) -> SJSONLExamplesIterable:
         mine = list(range(self.total)) if self.picks is None else list(self.picks)
         if contiguous:
-            div, mod = divmod(len(mine), num_shards)
-            lo = div * index + min(index, mod)
-            chosen = mine[lo : lo + div + (index < mod)]
+            lo, hi = shard_block(len(mine), num_shards, index)
+            chosen = mine[lo:hi]
         else:
             chosen = mine[index::num_shards]
         return self.replace(picks=tuple(chosen))
