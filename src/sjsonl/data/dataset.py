@@ -422,17 +422,14 @@ class JSONLDataset(Views, HFSurface):
         return view
 
     def _choose_way(self) -> None:
-        """Let a projection measure, on up to 256 records from across the files, whether skipping fields
-        or a full parse and a pick decodes these records faster (:meth:`FieldProjection.choose`)."""
+        """Let a projection measure, on the first records of the first file (up to 256, one read), whether
+        skipping fields or a full parse and a pick decodes these records faster
+        (:meth:`FieldProjection.choose`)."""
         choose = getattr(self._decode, "choose", None)
-        if choose is None or not self._len:
+        first = self._files[0]
+        if choose is None or not len(first):
             return
-        base = self._base_map().take(np.unique(np.linspace(0, self._len - 1, 256).astype(np.int64)))
-        samples = []
-        for i in base.tolist():
-            f, j = self._locate(i)
-            samples.append(bytes(f.raw(j)))
-        choose(samples)
+        choose(first.records_at(np.arange(min(len(first), 256)), decode=bytes))
 
     def _locate(self, base: int) -> tuple[IndexedFile, int]:
         if self._single is not None:
