@@ -49,7 +49,7 @@ from sjsonl.errors import InvalidArgumentError
 from sjsonl.storage import LocalFile, Storage
 
 
-class IndexedFile(Protocol):
+class HintedFile(Protocol):
     """What read-ahead needs of a file (:class:`sjsonl.data.source.IndexedFile`, which calls it): its storage
     and how many records to hint ahead (0: off). Named here so that this module does not import it back."""
 
@@ -116,7 +116,7 @@ def readahead_of(data: Any) -> int:
     return max((getattr(f, "readahead", 0) for f in getattr(data, "_files", ())), default=0)
 
 
-def _hinted(file: IndexedFile) -> LocalFile | None:
+def _hinted(file: HintedFile) -> LocalFile | None:
     """The local file to hint, when it is hinted: read-ahead on, a platform with fadvise."""
     storage = file.storage
     if not file.readahead or _WILLNEED is None or not isinstance(storage, LocalFile):
@@ -178,7 +178,7 @@ class _Hinter:
         self.wait = self.skip - 1
 
 
-def spans_ahead(file: IndexedFile, starts: list[int], ends: list[int]) -> Iterator[tuple[int, int]]:
+def spans_ahead(file: HintedFile, starts: list[int], ends: list[int]) -> Iterator[tuple[int, int]]:
     """``zip(starts, ends)`` — the spans :class:`~sjsonl.data.source.IndexedFile` is about to decode, in
     order — hinting each window's pages while the window before it is consumed (see the module docs).
 
@@ -192,7 +192,7 @@ def spans_ahead(file: IndexedFile, starts: list[int], ends: list[int]) -> Iterat
     return _hinted_spans(local, _hinter_of(file), starts, ends, file.readahead)
 
 
-def _hinter_of(file: IndexedFile) -> _Hinter:
+def _hinter_of(file: HintedFile) -> _Hinter:
     hinter = file.__dict__.get("_hinter")
     if hinter is None:
         hinter = file.__dict__["_hinter"] = _Hinter()
@@ -212,7 +212,7 @@ def _hinted_spans(
         yield from zip(starts[lo:nxt], ends[lo:nxt])
 
 
-def read_many_ahead(file: IndexedFile, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+def read_many_ahead(file: HintedFile, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
     """``file.storage.read_many(ranges)``, for a file read with ``pread``: each window of ranges is
     hinted before the window before it is read, so the reads find their pages (or their reads under way).
 

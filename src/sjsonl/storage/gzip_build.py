@@ -44,7 +44,7 @@ from sjsonl.storage.base import Storage
 from sjsonl.storage.local import LocalFile
 
 
-class GzipFile(Protocol):
+class GzipBeingBuilt(Protocol):
     """What the build pass needs of :class:`sjsonl.storage.compressed.GzipFile` (which calls it: named here
     so that this module, one layer of that class, does not import it back)."""
 
@@ -161,7 +161,7 @@ class ParallelPass:
                 reader.close()
 
 
-def build_pass(gz: GzipFile, chunk_bytes: int, spacing: int) -> Iterator[bytes]:
+def build_pass(gz: GzipBeingBuilt, chunk_bytes: int, spacing: int) -> Iterator[bytes]:
     """``gz``'s decompressed bytes front to back, ``chunk_bytes`` at a time (what
     :meth:`GzipFile.chunks <sjsonl.storage.compressed.GzipFile.chunks>` yields). The pass leaves ``gz``
     knowing its decompressed size and holding every seek point (about one per ``spacing`` bytes); it refuses a
@@ -207,7 +207,7 @@ def build_pass(gz: GzipFile, chunk_bytes: int, spacing: int) -> Iterator[bytes]:
         _check_trailer(gz, pos)
 
 
-def _adopt_points(gz: GzipFile, points: bytes) -> bool:
+def _adopt_points(gz: GzipBeingBuilt, points: bytes) -> bool:
     """Give ``gz`` a handle for this process that starts from ``points`` (a whole pass's, in indexed_gzip's
     format); ``False`` if indexed_gzip will not import them (then it makes the points itself)."""
     handle = gz._new_handle()
@@ -219,7 +219,7 @@ def _adopt_points(gz: GzipFile, points: bytes) -> bool:
     return True
 
 
-def _check_trailer(gz: GzipFile, size: int) -> None:
+def _check_trailer(gz: GzipBeingBuilt, size: int) -> None:
     """Refuse a gzip file cut short (a partial download): zran reads it without complaint, and rapidgzip
     only with a warning on stderr.
 
