@@ -119,12 +119,9 @@ class Prefetcher:
         """Continue the saved pass on the next ``iter()``: at the same layout, after the items yielded
         (raises if the item count differs); over a shard cut another way from the same parent, over the rest
         of the pass (see the module docstring)."""
-        state = dict(state_dict) if isinstance(state_dict, dict) else state_dict
-        saved, segment = (
-            (state.pop("layout", None), state.pop("segment", None))
-            if isinstance(state, dict)
-            else (None, None)
-        )
+        state = dict(state_dict) if isinstance(state_dict, dict) else state_dict  # (check_state refuses)
+        saved = state.pop("layout", None) if isinstance(state, dict) else None
+        segment = state.pop("segment", None) if isinstance(state, dict) else None
         mine = _layout_of(self.items)
         if saved is None:  # not over a shard: the same items, continued after those yielded
             self._segment = None
@@ -141,11 +138,10 @@ class Prefetcher:
         # the pass is over when every rank's is — the longest shard's (shards differ by at most one item);
         # then what drop_last_batch cut stays cut. Before that, whatever no rank had delivered is the rest
         if yielded >= _longest_share(saved, sum(b - a for a, b in rest_of)):
-            rest_of = []
-            consumed = 0
+            items, rest = [], []
         else:
             consumed = yielded * saved["batch"][0] if saved["batch"] else yielded
-        items, rest = self.items.elastic_rest(saved, rest_of, consumed) if rest_of else (self.items[0:0], [])
+            items, rest = self.items.elastic_rest(saved, rest_of, consumed)
         self._segment = (items, rest, False)
         self._cursor.epoch = epoch
         self._cursor.resume_at(epoch, 0)
