@@ -1,9 +1,11 @@
-"""Builds sjsonl's three C extensions (everything else is in pyproject.toml): the newline scan, random
-access into compact indexes, and memory-mapped reads that raise instead of SIGBUS.
+"""Builds sjsonl's four C extensions (everything else is in pyproject.toml): the newline scan, random
+access into compact indexes, memory-mapped reads that raise instead of SIGBUS, and UTF-8 validation
+without decoding.
 
 All are optional: without a C compiler the install still succeeds and sjsonl uses numpy instead, which
 gives the same offsets (``sjsonl.index.scan.NATIVE`` and ``sjsonl.index.packed.NATIVE`` say which runs),
-and reads local files with ``pread`` instead of a guarded map (``sjsonl.storage.local.GUARDED``).
+reads local files with ``pread`` instead of a guarded map (``sjsonl.storage.local.GUARDED``), and checks
+UTF-8 with ``bytes.decode`` (``sjsonl.records.decode.NATIVE_UTF8``).
 """
 
 from setuptools import Extension, setup
@@ -21,6 +23,12 @@ setup(
             ["src/sjsonl/storage/_guarded.c"],
             optional=True,
             extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "sjsonl.records._utf8",
+            ["src/sjsonl/records/_utf8.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
         ),
         Extension(
             "sjsonl.index._packed",

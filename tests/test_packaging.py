@@ -27,11 +27,16 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-C_SOURCES = ("src/sjsonl/index/_newlines.c", "src/sjsonl/index/_packed.c", "src/sjsonl/storage/_guarded.c")
+C_SOURCES = (
+    "src/sjsonl/index/_newlines.c",
+    "src/sjsonl/index/_packed.c",
+    "src/sjsonl/storage/_guarded.c",
+    "src/sjsonl/records/_utf8.c",
+)
 #: The compiled modules of a wheel built by this interpreter (the build runs under it).
 EXTENSIONS = tuple(
     f"sjsonl/{module}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-    for module in ("index/_newlines", "index/_packed", "storage/_guarded")
+    for module in ("index/_newlines", "index/_packed", "storage/_guarded", "records/_utf8")
 )
 #: What a working checkout has beside its files; none of it may reach the sdist or the wheel.
 LEFTOVERS = {
@@ -48,12 +53,13 @@ QUICKSTART = re.search(r"```python\n(.*?)```", (REPO / "README.md").read_text(),
 PROBE = """
 import hashlib, json, sjsonl
 from sjsonl.index import packed, scan
+from sjsonl.records import decode
 from sjsonl.storage import local
 print(json.dumps({
     "file": sjsonl.__file__,
     "version": sjsonl.__version__,
     "compiled": {"scan": scan.NATIVE is not None, "packed": packed.NATIVE is not None,
-                 "guarded": local.GUARDED is not None},
+                 "guarded": local.GUARDED is not None, "utf8": decode.NATIVE_UTF8 is not None},
     "storage": type(ds._files[0].storage).__name__,
     "records": hashlib.sha256(json.dumps(list(ds)).encode()).hexdigest(),
     "backwards": hashlib.sha256(json.dumps([ds[i] for i in range(len(ds) - 1, -1, -1)]).encode()).hexdigest(),
@@ -201,6 +207,7 @@ def test_sdist_holds_what_building_needs_and_nothing_else(dists, checkout):
         "LICENSE",
         *C_SOURCES,
         "src/sjsonl/storage/_guarded.pyi",
+        "src/sjsonl/records/_utf8.pyi",
     ):
         assert needed in names, f"{needed} is missing from {dists.sdist.name}"
     # every file of the package in the checkout, and besides it only the build files and metadata
@@ -245,7 +252,12 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_quickstart(wheel_venv, 
     imported = Path(compiled_quickstart.probe["file"])
     assert imported.is_relative_to(venv) and "site-packages" in imported.parts, imported
     assert compiled_quickstart.printed[:2] == ["50000", "10929 49999"]
-    assert compiled_quickstart.probe["compiled"] == {"scan": True, "packed": True, "guarded": True}
+    assert compiled_quickstart.probe["compiled"] == {
+        "scan": True,
+        "packed": True,
+        "guarded": True,
+        "utf8": True,
+    }
     assert compiled_quickstart.probe["storage"] == "MappedFile"
 
 
@@ -256,7 +268,7 @@ def test_without_a_c_compiler_the_sdist_installs_and_the_pure_fallbacks_give_the
     venv = no_compiler_venv.parent.parent
     assert Path(pure.probe["file"]).is_relative_to(venv)
     assert not list(venv.glob("lib/python*/site-packages/sjsonl/**/*.so"))  # nothing was compiled
-    assert pure.probe["compiled"] == {"scan": False, "packed": False, "guarded": False}
+    assert pure.probe["compiled"] == {"scan": False, "packed": False, "guarded": False, "utf8": False}
     assert pure.probe["storage"] == "LocalFile"  # read with pread: no unguarded map
     assert pure.printed == compiled_quickstart.printed
     assert (pure.probe["records"], pure.probe["backwards"]) == (

@@ -301,8 +301,9 @@ class IndexedFile:
                 except (*DECODE_ERRORS, FieldMismatch):
                     rec = next(self._decode_each([(start, end)], decode, buf, base))
                 yield rec
-        else:
-            yield from self._decode_each(spans, decode, buf, base)
+        else:  # a projection that measured skipping faster calls its projected way directly
+            one = decode.project if getattr(decode, "way", None) == "projected" else decode  # type: ignore[attr-defined]
+            yield from self._decode_each(spans, one, buf, base)
 
     def _decode_each(
         self, spans: Iterable[tuple[int, int]], decode: Decoder, buf: Any, base: int
@@ -341,6 +342,9 @@ class IndexedFile:
                         rec = next(self._decode_each([(start, end)], decode, buf, base))
                     yield rec
                     start = end
+                continue
+            if decode is not None and getattr(decode, "way", None) == "projected":  # one generator less
+                yield from self._decode_each(itertools.pairwise(bounds), decode.project, buf, base)  # type: ignore[attr-defined]
                 continue
             if decode is not None:
                 yield from self.decode_spans(itertools.pairwise(bounds), decode, buf=buf, base=base)

@@ -29,9 +29,22 @@ from __future__ import annotations
 
 import json
 import re
+from types import ModuleType
 from typing import Any
 
 import msgspec
+
+
+def _native_utf8() -> ModuleType | None:
+    try:
+        from sjsonl.records import _utf8
+    except ImportError:  # built without a C compiler: bytes.decode checks it
+        return None
+    return _utf8
+
+
+#: The compiled UTF-8 check (``sjsonl/records/_utf8.c``), or None where it was not built.
+NATIVE_UTF8 = _native_utf8()
 
 #: The fast parser, called directly on hot paths; on :data:`DECODE_ERRORS` callers go through
 #: :func:`loads`, which gives the strict second look and the reason.
@@ -134,8 +147,19 @@ def excerpt(raw: bytes | memoryview, limit: int = 60) -> str:
 
 
 def valid_utf8(raw: bytes | memoryview) -> bool:
-    """Whether ``raw`` is valid UTF-8 (parsers that skip values do not check their strings); ASCII is
-    answered without decoding."""
+    """Whether ``raw`` is valid UTF-8 (parsers that skip values do not check their strings): one pass in C
+    that builds no text (:data:`NATIVE_UTF8`), else ASCII answered at once and anything else decoded.
+
+    Example:
+        >>> valid_utf8("café".encode()), valid_utf8(b"caf\\xe9"), valid_utf8(b"\\xed\\xa0\\x80")  # surrogate
+        (True, False, False)
+    """
+    if NATIVE_UTF8 is not None:
+        return NATIVE_UTF8.valid(raw)  # type: ignore[no-any-return]
+    return _decodes(raw)
+
+
+def _decodes(raw: bytes | memoryview) -> bool:
     data = raw if isinstance(raw, bytes) else bytes(raw)
     if data.isascii():
         return True

@@ -44,9 +44,12 @@ from typing import Any
 import msgspec
 
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError
-from sjsonl.records.decode import FieldMismatch, loads, valid_utf8
+from sjsonl.records.decode import NATIVE_UTF8, FieldMismatch, loads, valid_utf8
 
 MISSING_POLICIES = ("absent", "none", "error")
+#: The UTF-8 check of a record whose skipped fields msgspec did not check: the compiled one, called
+#: directly on the hot path, where it is built.
+_valid_utf8 = valid_utf8 if NATIVE_UTF8 is None else NATIVE_UTF8.valid
 _astuple, _UNSET = msgspec.structs.astuple, msgspec.UNSET
 Path = tuple[str, ...]
 
@@ -96,11 +99,14 @@ def _struct(tree: dict[str, Any], name: str, default: Any = msgspec.UNSET) -> ty
     return msgspec.defstruct(name, fields, rename=rename)
 
 
-def _literal_picker(columns: Sequence[str]) -> Callable[[dict], dict]:
-    """``lambda v: {"a": v.get("a"), …}`` for these columns: a dict display is about 6× faster than a loop
-    over them, which matters where the pick is most of a record's cost. The source holds only ``repr()`` of
-    each name — a string literal, whatever the name — so nothing from the data is ever evaluated as code."""
-    body = ", ".join(f"{name!r}: v.get({name!r})" for name in columns)
+def _literal_picker(columns: Sequence[str], from_struct: bool = False) -> Callable[[Any], dict]:
+    """``lambda v: {"a": v.get("a"), …}`` for these columns — or, ``from_struct``, ``{"a": v.f0, …}`` from
+    the decoded :func:`_struct` — : a dict display is about 6× faster than a loop over them, which matters
+    where the pick is most of a record's cost. The source holds only ``repr()`` of each name — a string
+    literal, whatever the name — and the struct's own ``f0``, ``f1``…, so nothing from the data is ever
+    evaluated as code."""
+    values = [f"v.f{i}" if from_struct else f"v.get({name!r})" for i, name in enumerate(columns)]
+    body = ", ".join(f"{name!r}: {value}" for name, value in zip(columns, values))
     return eval(f"lambda v: {{{body}}}", {"__builtins__": {}})  # type: ignore[no-any-return]
 
 
@@ -138,6 +144,8 @@ class FieldProjection:
         # (a pickle) measures again there.
         self._probe: list[int] | None = [0, 0, 0]  # records timed, ns projecting, ns parsing in full
         self._pick_none = _literal_picker(self.columns) if self._flat and missing == "none" else None
+        # top-level columns, None when missing (select_columns): the struct's fields are the answer
+        self._from_struct = _literal_picker(self.columns, True) if self._pick_none is not None else None
         self._full = self._decoder is None
 
     def __call__(self, raw: bytes | memoryview) -> dict[str, Any]:
@@ -145,7 +153,7 @@ class FieldProjection:
             return self._from_full(raw)
         if self._probe is not None:
             return self._probed(raw)
-        return self._projected(raw)
+        return self.project(raw)
 
     @property
     def way(self) -> str | None:
@@ -159,9 +167,7 @@ class FieldProjection:
         if probe is None:  # (another thread finished the probe)
             return self(raw)
         # the way that goes second finds the record's bytes in the cache: take turns going first
-        first, second = (
-            (self._projected, self._from_full) if probe[0] % 2 else (self._from_full, self._projected)
-        )
+        first, second = (self.project, self._from_full) if probe[0] % 2 else (self._from_full, self.project)
         try:
             t0 = time.perf_counter_ns()
             one = first(raw)
@@ -170,14 +176,14 @@ class FieldProjection:
             t2 = time.perf_counter_ns()
         except Exception:  # a record one way refuses: decide on what was timed, and let this one raise
             self._probe = None
-            return self._projected(raw)
-        projected, full = (t1 - t0, t2 - t1) if first == self._projected else (t2 - t1, t1 - t0)
+            return self.project(raw)
+        projected, full = (t1 - t0, t2 - t1) if first == self.project else (t2 - t1, t1 - t0)
         probe[0] += 1
         probe[1] += projected
         probe[2] += full
         if probe[0] >= PROBE_RECORDS:
             self._full, self._probe = probe[2] < probe[1], None
-        return one if first == self._projected else two
+        return one if first == self.project else two
 
     def _from_full(self, raw: bytes | memoryview) -> dict[str, Any]:
         return self.pick(loads(raw, self.allow_nan))
@@ -193,12 +199,17 @@ class FieldProjection:
             raise FieldMismatch(f"cannot select fields from a JSON {type(value).__name__}, not an object")
         return self._from_value(value, self._tree, ())
 
-    def _projected(self, raw: bytes | memoryview) -> dict[str, Any]:
+    def project(self, raw: bytes | memoryview) -> dict[str, Any]:
+        """The projected way: msgspec skips the other fields, the skipped bytes checked as UTF-8; anything
+        unusual (not an object, NaN, invalid JSON) goes the full way, whose errors are ``ValueError``s — for a
+        reader that decodes blocks of records itself once :attr:`way` is ``"projected"``."""
         try:
             if self._decoder is None:
                 raise msgspec.DecodeError
             decoded = self._decoder.decode(raw)
-            if valid_utf8(raw):  # msgspec does not check the strings it skips
+            if _valid_utf8(raw):  # msgspec does not check the strings it skips
+                if self._from_struct is not None:
+                    return self._from_struct(decoded)  # type: ignore[no-any-return]
                 if self._flat:  # top-level fields only: zip the decoded values (UNSET: absent)
                     values = _astuple(decoded)
                     return {k: v for k, v in zip(self.columns, values) if v is not _UNSET}
@@ -265,7 +276,7 @@ class FieldProjection:
         if self._decoder is None or not samples:
             return
         best = []
-        for way in (self._projected, self._from_full):
+        for way in (self.project, self._from_full):
             times = []
             for _ in range(rounds):
                 t0 = time.perf_counter_ns()
@@ -314,7 +325,7 @@ class TypedDecoder:
     def __call__(self, raw: bytes | memoryview) -> Any:
         try:
             value = self._decoder.decode(raw)
-            if valid_utf8(raw):
+            if _valid_utf8(raw):
                 return value
         except (msgspec.DecodeError, RecursionError):  # ValidationError included
             # msgspec validates every value of a key held twice, and takes a union's tag from its first
