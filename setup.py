@@ -1,11 +1,12 @@
-"""Builds sjsonl's four C extensions (everything else is in pyproject.toml): the newline scan, random
-access into compact indexes, memory-mapped reads that raise instead of SIGBUS, and UTF-8 validation
-without decoding.
+"""Builds sjsonl's five C extensions (everything else is in pyproject.toml): the newline scan, random
+access into compact indexes, memory-mapped reads that raise instead of SIGBUS, UTF-8 validation without
+decoding, and ``ds[i]`` in one compiled step.
 
 All are optional: without a C compiler the install still succeeds and sjsonl uses numpy instead, which
 gives the same offsets (``sjsonl.index.scan.NATIVE`` and ``sjsonl.index.packed.NATIVE`` say which runs),
 reads local files with ``pread`` instead of a guarded map (``sjsonl.storage.local.GUARDED``), and checks
-UTF-8 with ``bytes.decode`` (``sjsonl.records.decode.NATIVE_UTF8``).
+UTF-8 with ``bytes.decode`` (``sjsonl.records.decode.NATIVE_UTF8``), and serves ``ds[i]`` in Python
+(``sjsonl.data.dataset.HOT``).
 """
 
 from setuptools import Extension, setup
@@ -21,6 +22,12 @@ setup(
         Extension(
             "sjsonl.storage._guarded",
             ["src/sjsonl/storage/_guarded.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "sjsonl.data._hot",
+            ["src/sjsonl/data/_hot.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

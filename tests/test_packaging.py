@@ -32,11 +32,12 @@ C_SOURCES = (
     "src/sjsonl/index/_packed.c",
     "src/sjsonl/storage/_guarded.c",
     "src/sjsonl/records/_utf8.c",
+    "src/sjsonl/data/_hot.c",
 )
 #: The compiled modules of a wheel built by this interpreter (the build runs under it).
 EXTENSIONS = tuple(
     f"sjsonl/{module}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-    for module in ("index/_newlines", "index/_packed", "storage/_guarded", "records/_utf8")
+    for module in ("index/_newlines", "index/_packed", "storage/_guarded", "records/_utf8", "data/_hot")
 )
 #: What a working checkout has beside its files; none of it may reach the sdist or the wheel.
 LEFTOVERS = {
@@ -53,13 +54,15 @@ QUICKSTART = re.search(r"```python\n(.*?)```", (REPO / "README.md").read_text(),
 PROBE = """
 import hashlib, json, sjsonl
 from sjsonl.index import packed, scan
+from sjsonl.data import dataset
 from sjsonl.records import decode
 from sjsonl.storage import local
 print(json.dumps({
     "file": sjsonl.__file__,
     "version": sjsonl.__version__,
     "compiled": {"scan": scan.NATIVE is not None, "packed": packed.NATIVE is not None,
-                 "guarded": local.GUARDED is not None, "utf8": decode.NATIVE_UTF8 is not None},
+                 "guarded": local.GUARDED is not None, "utf8": decode.NATIVE_UTF8 is not None,
+                 "hot": dataset.HOT is not None},
     "storage": type(ds._files[0].storage).__name__,
     "records": hashlib.sha256(json.dumps(list(ds)).encode()).hexdigest(),
     "backwards": hashlib.sha256(json.dumps([ds[i] for i in range(len(ds) - 1, -1, -1)]).encode()).hexdigest(),
@@ -208,6 +211,7 @@ def test_sdist_holds_what_building_needs_and_nothing_else(dists, checkout):
         *C_SOURCES,
         "src/sjsonl/storage/_guarded.pyi",
         "src/sjsonl/records/_utf8.pyi",
+        "src/sjsonl/data/_hot.pyi",
     ):
         assert needed in names, f"{needed} is missing from {dists.sdist.name}"
     # every file of the package in the checkout, and besides it only the build files and metadata
@@ -268,7 +272,13 @@ def test_without_a_c_compiler_the_sdist_installs_and_the_pure_fallbacks_give_the
     venv = no_compiler_venv.parent.parent
     assert Path(pure.probe["file"]).is_relative_to(venv)
     assert not list(venv.glob("lib/python*/site-packages/sjsonl/**/*.so"))  # nothing was compiled
-    assert pure.probe["compiled"] == {"scan": False, "packed": False, "guarded": False, "utf8": False}
+    assert pure.probe["compiled"] == {
+        "scan": False,
+        "packed": False,
+        "guarded": False,
+        "utf8": False,
+        "hot": False,
+    }
     assert pure.probe["storage"] == "LocalFile"  # read with pread: no unguarded map
     assert pure.printed == compiled_quickstart.printed
     assert (pure.probe["records"], pure.probe["backwards"]) == (

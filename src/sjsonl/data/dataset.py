@@ -19,7 +19,8 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from typing import Any, Union
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
@@ -36,11 +37,24 @@ from sjsonl.records.decode import DECODE_ERRORS, fast_loads
 from sjsonl.records.fields import FieldProjection, TypedDecoder
 from sjsonl.sampling.maps import IndexMap, SkipMap
 
+
+def _compiled_lookup() -> ModuleType | None:
+    try:
+        from sjsonl.data import _hot
+    except ImportError:  # built without a C compiler: ds[i] is served in Python
+        return None
+    return _hot
+
+
+#: ``ds[i]`` in one compiled step (``sjsonl/data/_hot.c``), or None where it was not built.
+HOT = _compiled_lookup()
+_Lookup: type = object if HOT is None else HOT.Lookup
+
 PathLike = Union[str, "os.PathLike[str]"]
 _BLOCK = 8192
 
 
-class JSONLDataset(Views, HFSurface):
+class JSONLDataset(_Lookup, Views, HFSurface):
     """Records of one or more JSONL files, read on demand through a line index.
 
     Args:
@@ -253,7 +267,12 @@ class JSONLDataset(Views, HFSurface):
         return name if self._order is None else f"a view of {name}"
 
     # ----------------------------------------------------------------- access
-    def __getitem__(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
+    if TYPE_CHECKING or HOT is None:  # compiled: the base type's [] serves an int, and calls _getitem
+
+        def __getitem__(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
+            return self._getitem(key)
+
+    def _getitem(self, key: int | np.integer | slice | Sequence[int] | np.ndarray) -> Any:
         if type(key) is int or (isinstance(key, np.integer) and not isinstance(key, bool)):
             i = int(key)
             n = self._len
@@ -264,7 +283,9 @@ class JSONLDataset(Views, HFSurface):
             if self._plain:  # the hot path: one file, no view, no transform; record() inlined
                 hot = self._hot
                 if hot is None:
-                    hot = self._hot = self._single.hot_state()  # type: ignore[union-attr]
+                    hot = self._hot = self._hot_state()
+                if type(hot) is not tuple:  # the compiled path declined this record: NaN, or an error
+                    return self._single.record(i)  # type: ignore[union-attr]
                 buf, bounds, last, end = hot
                 start = bounds[i]
                 if i < last:
@@ -291,6 +312,16 @@ class JSONLDataset(Views, HFSurface):
             first = int(positions[bad][0])
             raise out_of_range(first, self._len, self._name())
         return self._records_at_positions(np.where(positions < 0, positions + self._len, positions))
+
+    def _hot_state(self) -> Any:
+        """What ``ds[i]`` reads a plain dataset's records with: a compiled ``HotRecords`` (served by the
+        base type's ``[]`` without calling Python), else the file's hot state (a tuple, read in
+        :meth:`_getitem`). A compact index's offsets are decoded by its own C, not read as a buffer."""
+        hot = self._single.hot_state()  # type: ignore[union-attr]
+        if HOT is not None and isinstance(hot[1], memoryview):
+            buf, bounds, _, end = hot
+            return HOT.HotRecords(buf, bounds, end, fast_loads)
+        return hot
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
         """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch."""

@@ -1,0 +1,129 @@
+"""ds[i] served by the compiled lookup (sjsonl/data/_hot.c) gives exactly what the Python path gives: every
+record, negative numbers, out-of-range errors, records it declines (NaN, invalid JSON: located by the
+Python path), and it is never consulted once the dataset reads something else (a view, a format set in
+place, a refresh, a pickled copy, a compact index)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from sjsonl import JSONLDataset, RecordDecodeError
+from sjsonl.data import dataset as dataset_module
+from sjsonl.errors import ArgumentTypeError
+
+from .conftest import missing
+
+HOT = dataset_module.HOT
+
+
+@pytest.fixture(autouse=True)
+def _needs_native():
+    if HOT is None:
+        missing("the compiled lookup (sjsonl.data._hot) is not built here", "SJSONL_REQUIRE_NATIVE")
+
+
+def python_path(ds: JSONLDataset, i: int):
+    """ds[i] read in Python (with the compiled path armed, _getitem reads through IndexedFile.record)."""
+    return ds._getitem(i)
+
+
+def write(tmp_path, lines: list[bytes], name: str = "d.jsonl") -> str:
+    path = tmp_path / name
+    path.write_bytes(b"".join(lines))
+    return str(path)
+
+
+def test_every_record_and_negative_numbers_as_the_python_path(tmp_path):
+    lines = [b'{"id": %d, "t": "caf\xc3\xa9 %d"}\n' % (k, k) for k in range(300)] + [
+        b"\n",
+        b"  \n",
+        b"[1, 2]",
+    ]
+    ds = JSONLDataset(write(tmp_path, lines))
+    assert ds[0] == {"id": 0, "t": "café 0"}
+    assert isinstance(ds._hot, HOT.HotRecords)  # the compiled path is armed
+    for i in range(-len(ds), len(ds)):
+        assert ds[i] == python_path(ds, i)
+    assert ds[-1] == [1, 2]
+    with pytest.raises(IndexError, match="out of range"):
+        ds[len(ds)]
+    with pytest.raises(IndexError, match="out of range"):
+        ds[-len(ds) - 1]
+    with pytest.raises(IndexError):
+        ds[2**70]  # too large for C: the Python path says so
+    assert ds[np.int64(3)] == ds[3]  # other int-like keys: the Python path
+    with pytest.raises(ArgumentTypeError):
+        ds[True]  # as before: a bool is no record number
+    assert ds[1:3] == [ds[1], ds[2]]
+
+
+def test_records_it_declines_go_the_python_way(tmp_path):
+    lines = [b'{"x": NaN}\n', b'{"x": 1}\n', b'{"x": \n', b'{"big": 18446744073709551616}\n']
+    ds = JSONLDataset(write(tmp_path, lines))
+    assert ds[1] == {"x": 1}
+    assert math.isnan(ds[0]["x"])
+    assert ds[3] == {"big": 18446744073709551616}
+    with pytest.raises(RecordDecodeError) as err:
+        ds[2]
+    assert err.value.line == 3 and err.value.offset == 20
+
+
+def test_records_are_fresh_objects(tmp_path):
+    ds = JSONLDataset(write(tmp_path, [b'{"a": [1]}\n']))
+    first = ds[0]
+    first["a"].append(2)
+    assert ds[0] == {"a": [1]}
+
+
+@pytest.mark.parametrize("size", [1, 300, 70_000])
+def test_every_offset_width(tmp_path, size):
+    # uint8, uint16 and uint32 offsets (the index's dtype is the smallest that holds the file's size)
+    lines = [b"%d\n" % k for k in range(size)][: max(1, size // 3)]
+    ds = JSONLDataset(write(tmp_path, lines))
+    assert [ds[i] for i in range(len(ds))] == [python_path(ds, i) for i in range(len(ds))]
+
+
+def test_never_consulted_once_the_dataset_reads_something_else(tmp_path):
+    path = write(tmp_path, [b'{"id": %d}\n' % k for k in range(10)])
+    ds = JSONLDataset(path)
+    assert ds[0] == {"id": 0} and isinstance(ds._hot, HOT.HotRecords)
+    ds.set_format("numpy", columns=["id"])  # in place: the records change shape
+    assert isinstance(ds[0]["id"], np.ndarray)
+    ds.reset_format()
+    assert ds[0] == {"id": 0}
+    ds.set_transform(lambda batch: {"id": [v * 10 for v in batch["id"]]})
+    assert ds[2] == {"id": 20}
+    ds.reset_format()
+    assert ds[2] == {"id": 2}
+    shuffled = ds.shuffle(seed=1)
+    assert [shuffled[i] for i in range(10)] != [ds[i] for i in range(10)]
+    assert sorted(shuffled[i]["id"] for i in range(10)) == list(range(10))
+    assert ds.select_columns(["x"])[0] == {"x": None}
+    with open(path, "ab") as f:
+        f.write(b'{"id": 10}\n')
+    assert ds.refresh()[-1] == {"id": 10} and len(ds) == 11
+    for clone in (copy.copy(ds), pickle.loads(pickle.dumps(ds))):
+        assert clone._hot is None and clone[-1] == {"id": 10} and isinstance(clone._hot, HOT.HotRecords)
+
+
+def test_a_compact_index_reads_through_its_own_decoder(tmp_path):
+    path = write(tmp_path, [b'{"id": %d}\n' % k for k in range(1000)])
+    ds = JSONLDataset(path, compact=True)
+    assert [ds[i] for i in (0, 999, -1, 500)] == [{"id": 0}, {"id": 999}, {"id": 999}, {"id": 500}]
+    assert not isinstance(ds._hot, HOT.HotRecords)
+
+
+def test_hot_records_refuses_what_it_cannot_read():
+    with pytest.raises(TypeError):
+        HOT.HotRecords(b"[1]\n", np.zeros(1, dtype=np.float64).data, 4, len)
+    with pytest.raises(TypeError):
+        HOT.HotRecords(b"[1]\n", np.zeros(1, dtype=np.uint32).data, 4, "not callable")
+    hot = HOT.HotRecords(b"[1]\n[22]\n", np.array([0, 4], dtype=np.uint32).data, 9, bytes)
+    assert len(hot) == 2 and hot.get(0) == b"[1]\n" and hot.get(-1) == b"[22]\n"
+    with pytest.raises(IndexError):
+        hot.get(2)
