@@ -157,3 +157,37 @@ def test_whitespace_led_lines_take_the_vectorised_path(monkeypatch):
     got = scan_record_starts(data)
     assert len(got) == 100_000 and int(got[0]) == 2_000_000
     assert len(calls) <= len(data) // scan_module.CHUNK_BYTES + 2  # at most a line per chunk edge
+
+
+@pytest.mark.parametrize("after", [b"\n", b" \n", b"\t\r\n", b"  7\n", b"\r\n"])
+def test_a_blank_or_indented_line_just_past_a_chunk_is_looked_at(after):
+    """A chunk whose lines all open with a record byte skips the blank-line check, except for the line
+    that begins right past its end (its first byte is the next chunk's)."""
+    first = b'{"a": 1}\n'
+    data = first * 3 + after + b"[2]\n"
+    for chunk in (len(first), 2 * len(first), 3 * len(first)):
+        for workers in (1, 2):
+            assert scan_record_starts(data, chunk_bytes=chunk, workers=workers).tolist() == (
+                reference_starts(data)
+            )
+
+
+def test_offsets_reserved_at_the_first_chunks_density_are_exact_either_way(tmp_path):
+    """The first chunk's density sizes the offsets' array: a denser rest grows it, a sparser one
+    trims it; the offsets are the same."""
+    dense, sparse = b"1\n" * 2000, (b'"' + b"x" * 200 + b'"\n') * 20
+    for data in (dense + sparse, sparse + dense, dense + b"\n  \n" + dense):
+        expected = reference_starts(data)
+        assert scan_record_starts(data, chunk_bytes=512, workers=2).tolist() == expected
+        assert _scan_via_file(tmp_path, data, chunk_bytes=512, workers=2) == expected
+
+
+def test_offsets_buffer_reserve_keeps_what_it_holds():
+    found = scan_module.OffsetsBuffer(np.dtype(np.uint32), capacity=2)
+    found.append(np.array([1, 2], dtype=np.uint32))
+    found.reserve(1)  # smaller than held: nothing changes
+    found.reserve(1000)
+    found.append(np.arange(3, 1003, dtype=np.uint32))
+    found.append(np.array([2**32], dtype=np.uint64))  # widens past uint32 after a reserve too
+    out = found.result()
+    assert out.dtype == np.uint64 and out.tolist() == [1, 2, *range(3, 1003), 2**32]

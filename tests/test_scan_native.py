@@ -126,6 +126,56 @@ def test_the_extension_itself():
         native.fill(data, 0, np.empty(3, np.float64))
 
 
+def test_starts_and_its_ways():
+    data = b"ab\n cd\n\nx\n\t\n"
+    assert native.ways()[-1] == "memchr"
+    for way in native.ways():
+        out = np.empty(5, np.uint32)
+        # lines begun inside data: " cd" and "" (at 7) and "\t" are suspects; the one at 12 is past data
+        assert native.starts(data, 10, out, way) == (5, 3) and out.tolist() == [13, 17, 18, 20, 22]
+        assert native.fill(data, 10, out, way) == 5
+    with pytest.raises(ValueError, match="no way"):
+        native.starts(data, 0, np.empty(5, np.uint64), "sse9")
+
+
+def _reference_fill(data: bytes, base: int) -> tuple[list[int], int]:
+    at = [i for i, b in enumerate(data) if b == 0x0A]
+    suspects = sum(1 for i in at if i + 1 < len(data) and data[i + 1] in b"\n \t\r")
+    return [base + i + 1 for i in at], suspects
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"\n", b" ", b"\t", b"\r", b"a", b"\x80", b"\xff", b"\x00", b"\x29", b"\x2a"]),
+        max_size=400,
+    ).map(b"".join),
+    skip=st.integers(0, 63),
+    base=st.sampled_from([0, 1, 2**32 - 500, 2**32 - 1, 2**40]),
+)
+def test_every_way_gives_the_same_offsets(data, skip, base):
+    """Each way the machine has (AVX-512, AVX2, memchr) against a plain reference: 64-byte blocks and
+    their tails, any alignment, dense newlines (more than 16 in a block), uint32 offsets that do not fit."""
+    data = data[skip:] if skip < len(data) else data
+    buffer = np.frombuffer(b"." * skip + data, np.uint8)[skip:]  # an unaligned start
+    expected, suspects = _reference_fill(data, base)
+    for way in native.ways():
+        for dtype in (np.uint64, np.uint32):
+            out = np.empty(len(expected), dtype)
+            if dtype is np.uint32 and expected and expected[-1] >= 2**32:
+                with pytest.raises(OverflowError):
+                    native.starts(buffer, base, out, way)
+                continue
+            assert native.starts(buffer, base, out, way) == (len(expected), suspects), way
+            assert out.tolist() == expected, way
+            room = np.zeros(len(expected) + 70, dtype)
+            assert native.starts(buffer, base, room, way) == (len(expected), suspects), way
+            assert room[: len(expected)].tolist() == expected, way
+            if expected:
+                with pytest.raises(ValueError, match="too small"):
+                    native.starts(buffer, base, np.empty(len(expected) - 1, dtype), way)
+
+
 def test_numpy_is_forced_by_the_environment(tmp_path):
     import subprocess
     import sys

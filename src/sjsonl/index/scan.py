@@ -3,11 +3,12 @@
 A record is a non-blank line. Only the byte ``\\n`` ends a line; a line holding nothing but JSON whitespace
 (space, tab, ``\\r``) is blank and is not a record. A UTF-8 BOM at the start of the file is skipped.
 
-Each chunk's newlines are found by a small C extension (``_newlines.c``: one ``memchr`` pass, offsets
-written straight into the result, the GIL released) when it was built, else by numpy (``np.equal`` and
-``np.flatnonzero``, which release the GIL too); ``$SJSONL_SCAN=numpy`` forces the numpy scan. Both give
-the same offsets. Threads scale either way; measured on this machine they beat processes (no result
-pickling, no second map), see ``benchmarks/``.
+Each chunk's newlines are found by a small C extension (``_newlines.c``: one vector pass, offsets
+written straight into the result in their final width, the GIL released; it also counts the lines that
+open with whitespace or a newline, so a chunk with none skips the blank-line check) when it was built,
+else by numpy (``np.equal`` and ``np.flatnonzero``, which release the GIL too); ``$SJSONL_SCAN=numpy``
+forces the numpy scan. Both give the same offsets. Threads scale either way; measured on this machine
+they beat processes (no result pickling, no second map), see ``benchmarks/``.
 
 Three drivers share one chunk routine (:meth:`_ChunkScanner.scan`): :func:`scan_file` over an open file
 (chunks read with ``pread`` in parallel threads — a file is never mapped for the scan, so one truncated
@@ -64,6 +65,8 @@ CHUNK_BYTES = 4 << 20  # page-aligned; large enough to amortise per-chunk overhe
 FILE_CHUNK_BYTES = 2 << 20
 _BOM = b"\xef\xbb\xbf"
 _BLANK_BYTES = b" \t\r"
+#: A line's first byte that makes it a suspect: blank, or whitespace-led (checked further).
+_SUSPECTS = (b"\n", b" ", b"\t", b"\r")
 
 
 def offset_dtype(size: int) -> np.dtype:
@@ -148,6 +151,8 @@ class _ChunkScanner:
         self.peek, self.size, self.dtype, self.chunk_bytes = peek, size, dtype, chunk_bytes
         self.load = load
         self.first = 3 if peek(0, 3) == _BOM else 0
+        #: what the compiled scan writes: the final dtype when it is 4 or 8 bytes wide (no conversion)
+        self._native_dtype = np.dtype(np.uint64 if dtype.itemsize > 4 else np.uint32)
         self._local = threading.local()
 
     def _mask(self, n: int) -> np.ndarray:
@@ -165,25 +170,28 @@ class _ChunkScanner:
         """Record starts among the lines that begin in ``data``, the bytes at ``[lo, lo + len(data))``."""
         n = len(data)
         hi = lo + n
-        if NATIVE is not None:  # one memchr pass, offsets written in place, the GIL released
-            found = np.empty(NATIVE.count(data), dtype=np.uint64)
+        suspects = -1  # lines begun inside data with a byte that may make them blank; -1: not counted
+        if NATIVE is not None:  # one pass, offsets written in place in their final width, the GIL released
+            found = np.empty(NATIVE.count(data), dtype=self._native_dtype)
             try:
-                written = NATIVE.fill(data, lo, found)
+                written, suspects = NATIVE.starts(data, lo, found)
             except ValueError:
                 written = -1
             if written != len(found):  # the buffer changed between the two passes
                 raise DataChangedWhileScanning(f"the data at [{lo}, {hi}) changed while it was scanned")
-            starts = found.view(np.int64)  # offsets < 2**63
+            starts = found
         else:
             mask = self._mask(n)
             np.equal(data, 0x0A, out=mask)
             starts = np.flatnonzero(mask)
             starts += lo + 1  # a line starts one past each newline
         if lo <= self.first < hi:  # the first line has no newline before it (a chunk may be < the BOM)
-            starts = np.concatenate(([self.first], starts))
+            starts = np.concatenate((np.array([self.first], dtype=starts.dtype), starts))
+            suspects = -1  # (its first byte was not looked at)
         if len(starts) and starts[-1] >= self.size:
             starts = starts[:-1]  # the file's final newline starts nothing
-        starts = self._drop_blank(starts, data, lo, hi)
+        if suspects != 0 or (len(starts) and starts[-1] == hi and self.peek(hi, hi + 1) in _SUSPECTS):
+            starts = self._drop_blank(starts, data, lo, hi)  # else no line here can be blank
         return starts.astype(self.dtype, copy=False)
 
     def _drop_blank(self, starts: np.ndarray, data: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -309,7 +317,9 @@ def _scan_parallel(
     chunks = [(lo, min(lo + chunk_bytes, size)) for lo in range(start, size, chunk_bytes)]
     workers = min(workers or default_workers(), len(chunks))
     found = OffsetsBuffer(dtype)
-    for (lo, hi), part in zip(chunks, _in_order(scanner, chunks, workers)):
+    for k, ((lo, hi), part) in enumerate(zip(chunks, _in_order(scanner, chunks, workers))):
+        if k == 0 and len(chunks) > 1:  # room for as many more, at the first chunk's density
+            found.reserve(len(part) + len(part) * (size - hi) // (hi - lo) * 17 // 16)
         found.append(part)
         if on_progress is not None:
             on_progress(hi - lo)
@@ -349,6 +359,20 @@ class OffsetsBuffer:
     def __init__(self, dtype: np.dtype, capacity: int = 1 << 16) -> None:
         self._out = np.empty(capacity, dtype=dtype)
         self._n = 0
+
+    def reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` offsets, in one new array (best effort: without the memory, it grows as
+        it goes). Growing in place (``realloc``) touches its new pages one by one — ~8,000 page faults,
+        ~15 ms here, for 5 million uint32 offsets — while numpy backs a large new array with huge pages
+        (~1 ms); a reserve that turns out too large costs address space, not memory (``result`` trims)."""
+        if capacity <= len(self._out):
+            return
+        try:
+            out = np.empty(capacity, dtype=self._out.dtype)
+        except MemoryError:
+            return
+        out[: self._n] = self._out[: self._n]
+        self._out = out
 
     def append(self, part: np.ndarray) -> None:
         n, need = self._n, self._n + len(part)
