@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
+
 from sjsonl.sample import write_corpus
 
 DATA_DIR = Path(os.environ.get("SJSONL_BENCH_DATA", Path(__file__).parent / ".data"))
@@ -79,12 +81,57 @@ def take_figures() -> dict[str, dict]:
 
 
 def corpus(kind: str, n_bytes: int) -> Path:
-    """A generated corpus of about ``n_bytes`` (``kind`` "long" ≈2 KB/record, "short" ≈180 B), cached."""
+    """A generated corpus of about ``n_bytes`` (``kind`` "long" ≈2 KB/record, "short" ≈180 B, "tiny"
+    ≈50 B), cached."""
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     path = DATA_DIR / f"{kind}-{n_bytes >> 20}MiB.jsonl"
     if not path.exists():
-        write_corpus(path, n_bytes=n_bytes, kind=kind, seed=0)
+        if kind == "tiny":
+            write_tiny_corpus(path, n_bytes, seed=0)
+        else:
+            write_corpus(path, n_bytes=n_bytes, kind=kind, seed=0)
     return path
+
+
+_TINY_WORDS = ["the", "of", "data", "token", "index", "batch", "model", "café", "数据", "🚀", "ok", "record"]
+
+
+def write_tiny_corpus(path: Path, n_bytes: int, seed: int = 0) -> int:
+    """Records of about 50 bytes (``{"id": …, "text": "2 to 8 words"}``, some non-ASCII), deterministic
+    for a ``seed``, until ``n_bytes`` are written (to a temporary name, moved into place); the count.
+
+    The shape where a per-line cost shows most: about 3x the lines of the "short" corpus per byte.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> write_tiny_corpus(p, 1000), p.read_bytes().count(b"\\n")
+    (22, 22)
+    """
+    rng = np.random.default_rng(seed)
+    words = [w.encode() for w in _TINY_WORDS]
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    written = count = 0
+    with open(tmp, "wb") as f:
+        while written < n_bytes:
+            block = 1 << 16
+            lengths = rng.integers(2, 9, size=block)
+            picks = rng.integers(0, len(words), size=int(lengths.sum()))
+            lines, pos = [], 0
+            for j, n in enumerate(lengths.tolist()):
+                text = b" ".join(words[k] for k in picks[pos : pos + n].tolist())
+                pos += n
+                lines.append(b'{"id":%d,"text":"%s"}\n' % (count + j, text))
+            out = b"".join(lines)
+            if written + len(out) >= n_bytes:  # stop at the first record that reaches n_bytes
+                ends = np.cumsum([len(line) for line in lines]) + written
+                keep = int(np.searchsorted(ends, n_bytes)) + 1
+                lines = lines[:keep]
+                out = b"".join(lines)
+            f.write(out)
+            written += len(out)
+            count += len(lines)
+    os.replace(tmp, path)
+    return count
 
 
 @contextlib.contextmanager
