@@ -286,8 +286,8 @@ def test_corrupt_or_truncated_compact_files_are_refused_and_rebuilt(tmp_path, de
         with pytest.raises(IndexFileError, match=f"index file {index} "):
             read_index(index)
         rebuilt = JSONLDataset(path, index_dir=where, compact=True)
+        assert list(rebuilt) == expected, name  # the index is checked on its first use: rebuilt then
         assert rebuilt._files[0].index_origin == "built", name
-        assert list(rebuilt) == expected, name
         assert Path(index).read_bytes() == raw, name  # the same bytes again
 
 
@@ -304,8 +304,8 @@ def test_deferred_checks_refuse_a_corrupt_compact_index_on_first_use(tmp_path, d
     many = JSONLDataset([a, b], index_dir=where)  # each index's O(records) checks wait for a read
     assert many._files[0]._offsets is None
     assert list(many) == expected
-    assert many._files[0].index_origin == "found" and many._files[0].index_path == index
-    assert read_index(index).verified  # rebuilt on first use
+    assert many._files[0].index_origin == "built" and many._files[0].index_path == index  # on first use
+    assert read_index(index).verified
 
 
 def test_a_pickled_copy_maps_the_compact_index_itself(tmp_path, decoder):

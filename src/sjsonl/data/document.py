@@ -129,10 +129,15 @@ def open_data_files(paths: Iterable[str | os.PathLike[str]], **kwargs: Any) -> l
     expanded = expand_archives(paths)
     if kwargs.get("index_path") is not None and len(expanded) != 1:
         raise InvalidArgumentError("index_path names one index; it cannot serve several files")
-    # Many files: each index's O(records) checks wait for the first read of that file, so opening a
-    # corpus costs O(files), not O(records). (Opening them on threads measured slower: the work is
-    # mostly Python, under the GIL.)
-    return [open_data_file(p, defer_verify=len(expanded) > 1, **kwargs) for p in expanded]
+    # The O(records) checks of each index are not made at open: opening costs O(files), not O(records).
+    # One file: they run on a thread from the open, the first read waiting for them (an index that fails
+    # them is rebuilt then) — unless the caller said not to build one: an unusable index is an error at
+    # open then. Many files: each index is checked at the first read of its file. (Opening many on
+    # threads measured slower: the work is mostly Python, under the GIL.)
+    if len(expanded) > 1:
+        return [open_data_file(p, defer_verify=True, **kwargs) for p in expanded]
+    background = kwargs.get("build_index_on_load", True)
+    return [open_data_file(expanded[0], defer_verify=background, verify_in_background=background, **kwargs)]
 
 
 class _ElementView:

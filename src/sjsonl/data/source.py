@@ -26,6 +26,7 @@ import numpy as np
 from sjsonl.data.readahead import read_many_ahead, spans_ahead
 from sjsonl.errors import IndexFileError, RecordDecodeError, RecordFieldError, SJSONLError, StaleDataError
 from sjsonl.index import line_number_at, load_or_build_index
+from sjsonl.index.background import BackgroundCheck
 from sjsonl.index.packed import Offsets, PackedOffsets, prefix_crc32
 from sjsonl.index.store import read_index
 from sjsonl.records.decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, second_look
@@ -147,6 +148,7 @@ class IndexedFile:
         mmap: bool = True,
         layouts: Callable[[Storage], tuple[str, ...]] | None = None,
         defer_verify: bool = False,
+        verify_in_background: bool = False,
         compact: bool | None = None,
         allow_nan: bool = True,
     ) -> None:
@@ -169,6 +171,10 @@ class IndexedFile:
         self._deferred = not loaded.verified
         self._offsets: Offsets | None = None if self._deferred else loaded.offsets
         self.index_path = loaded.path
+        # ...or checked on a thread from now on, the first use waiting for it (sjsonl.index.background)
+        self._check: BackgroundCheck | None = None
+        if self._deferred and verify_in_background and loaded.path is not None:
+            self._check = BackgroundCheck(loaded.path)
         self.checksum = loaded.checksum
         self.bad_records = np.zeros(0, dtype=np.int64)  # left out under on_bad_lines="skip"
         self.stamp = loaded.stamp
@@ -422,8 +428,9 @@ class IndexedFile:
 
     def _map_index(self) -> Offsets:
         assert self.index_path is not None
+        check, self._check = self._check, None
         try:
-            found = read_index(self.index_path)
+            found = read_index(self.index_path) if check is None else check.result()
         except IndexFileError as exc:
             if self._deferred:  # this process opened it: rebuilt as an open would have
                 return self._rebuild(exc)
@@ -449,11 +456,13 @@ class IndexedFile:
                 f"{why}; rebuilt, it no longer matches the open dataset: reopen it"
             ) from None
         self.index_path, self.checksum, self._deferred = loaded.path, loaded.checksum, False
+        self.index_origin = loaded.origin
         return loaded.offsets
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_hot"] = None
+        state["_check"] = None  # (a thread): the copy checks on first use, or finds it checked already
         if self.index_path is not None:
             state["_offsets"] = None  # the receiving process maps the index file itself, on first use
         return state

@@ -42,7 +42,7 @@ import os
 import re
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -95,17 +95,8 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
         ...
         sjsonl.errors.IndexFileError: index file ... is not a complete sjsonl index (no trailer): cut short...
     """
+    fd, st = _open_index(index_path, trust_check)
     try:
-        fd, st = open_regular_file(index_path)
-    except SJSONLError as exc:
-        if isinstance(exc, OSError) and exc.errno == errno.ENOENT:
-            raise FileNotFoundError(errno.ENOENT, "no index file", index_path) from None
-        raise _fail(index_path, f"cannot be used: {exc}") from None
-    try:
-        if trust_check:
-            reason = untrusted_reason(os.path.dirname(index_path), st)
-            if reason is not None:
-                raise UntrustedIndexError(f"index file {index_path} is not trusted: {reason}")
         identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         meta, trailer_len = _read_trailer(fd, st.st_size, index_path)
         if os.pread(fd, 8, 0) == PACKED_MAGIC:
@@ -126,6 +117,64 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
         _VERIFIED.add(identity)
         verified = True
     return IndexFile(offsets, meta, index_path, identity, verified)
+
+
+def _open_index(index_path: str, trust_check: bool) -> tuple[int, os.stat_result]:
+    """(fd, status) of an index file that is there, regular, and trusted (unless ``trust_check`` is off)."""
+    try:
+        fd, st = open_regular_file(index_path)
+    except SJSONLError as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOENT:
+            raise FileNotFoundError(errno.ENOENT, "no index file", index_path) from None
+        raise _fail(index_path, f"cannot be used: {exc}") from None
+    if trust_check:
+        reason = untrusted_reason(os.path.dirname(index_path), st)
+        if reason is not None:
+            os.close(fd)
+            raise UntrustedIndexError(f"index file {index_path} is not trusted: {reason}")
+    return fd, st
+
+
+def check_by_reads(index_path: str) -> None:
+    """:func:`read_index`'s O(records) checks of a plain index, made by reading it in chunks instead of
+    through a memory map — for a thread that checks while others may rewrite the file in place (a map
+    would fault; a read comes back short, and the file is refused). The index is then known verified to
+    :func:`read_index` in this process, by identity (device, inode, size, times). A compact index is
+    left to :func:`read_index`, on first use.
+
+    Example:
+        >>> import os, tempfile, numpy as np
+        >>> from sjsonl.storage import DataStamp
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.index.npy")
+        >>> offsets = np.array([0, 4], dtype=np.uint8)
+        >>> _ = write_index(path, offsets, meta_of(offsets, DataStamp(8, 1, "ab"), "/d.jsonl"))
+        >>> check_by_reads(path); read_index(path, verify=False).verified
+        True
+    """
+    fd, st = _open_index(index_path, True)
+    try:
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if identity in _VERIFIED or os.pread(fd, 8, 0) == PACKED_MAGIC:
+            return
+        meta, trailer_len = _read_trailer(fd, st.st_size, index_path)
+        header_len = _read_npy_header(fd, st.st_size, meta, index_path)
+        dtype = np.dtype(meta.dtype)
+        if st.st_size != header_len + meta.records * dtype.itemsize + trailer_len:
+            raise _fail(index_path, "has a size that does not match its header and trailer")
+        step = (16 << 20) // dtype.itemsize
+
+        def chunks() -> Iterator[np.ndarray]:
+            for first in range(0, meta.records, step):
+                count = min(step, meta.records - first)
+                data = os.pread(fd, count * dtype.itemsize, header_len + first * dtype.itemsize)
+                if len(data) != count * dtype.itemsize:
+                    raise _fail(index_path, "changed while it was checked (cut short)")
+                yield np.frombuffer(data, dtype=dtype)
+
+        _verify_chunks(chunks(), meta, index_path)
+    finally:
+        os.close(fd)
+    _VERIFIED.add(identity)
 
 
 def _read_trailer(fd: int, size: int, path: str) -> tuple[IndexMeta, int]:
@@ -188,12 +237,23 @@ def _offsets_view(mm: Any, meta: IndexMeta, header_len: int, path: str) -> np.nd
 
 def _verify(offsets: np.ndarray, meta: IndexMeta, path: str) -> None:
     """The O(records) checks: the CRC-32 of the offsets, strict order, and bounds in the data."""
-    # ndarray.data is memoryview(offsets); numpy's stubs type ndarray as a Buffer only on Python >= 3.12
-    if zlib.crc32(offsets.data.cast("B")) != meta.checksum:
+    _verify_chunks([offsets], meta, path)
+
+
+def _verify_chunks(chunks: Iterable[np.ndarray], meta: IndexMeta, path: str) -> None:
+    """:func:`_verify` over the offsets in consecutive chunks (the whole map, or reads of the file)."""
+    crc, increasing, last = 0, True, None
+    for chunk in chunks:
+        # ndarray.data is memoryview(chunk); numpy's stubs type ndarray as a Buffer only on Python >= 3.12
+        crc = zlib.crc32(chunk.data.cast("B"), crc)
+        if increasing and len(chunk):
+            increasing = (last is None or int(chunk[0]) > last) and bool(np.all(chunk[1:] > chunk[:-1]))
+            last = int(chunk[-1])
+    if crc != meta.checksum:
         raise _fail(path, "is corrupt (its checksum does not match)")
-    if len(offsets) > 1 and not bool(np.all(offsets[1:] > offsets[:-1])):
+    if not increasing:
         raise _fail(path, "is corrupt (offsets do not increase)")
-    if len(offsets) and meta.stamp.size >= 0 and int(offsets[-1]) >= meta.stamp.size:
+    if last is not None and meta.stamp.size >= 0 and last >= meta.stamp.size:
         raise _fail(path, "points past the end of its data")
 
 
