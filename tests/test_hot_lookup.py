@@ -127,3 +127,59 @@ def test_hot_records_refuses_what_it_cannot_read():
     assert len(hot) == 2 and hot.get(0) == b"[1]\n" and hot.get(-1) == b"[22]\n"
     with pytest.raises(IndexError):
         hot.get(2)
+
+
+def test_iteration_in_c_gives_the_python_blocks_records(tmp_path):
+    lines = [b'{"id": %d, "t": "caf\\u00e9"}\r\n' % k for k in range(20_000)]
+    lines[7] = b'{"x": NaN}\n\n  \n'
+    lines[9_000] = b'{"big": 18446744073709551616}\n'
+    lines[-1] = lines[-1].rstrip()  # no final newline
+    ds = JSONLDataset(write(tmp_path, lines))
+    f = ds._files[0]
+    assert type(iter(ds)).__name__ == "chain" and type(f.iter_records()).__name__ == "RecordIter"
+    python = list(f._iter_blocks(0, len(f), None))
+    got = list(ds)
+    assert len(got) == 20_000 and repr(got) == repr(python)  # (repr: NaN != NaN)
+    assert list(f.iter_records(8_190, 8_200)) == python[8_190:8_200]
+    assert list(f.iter_records(5, 5)) == []
+    with pytest.raises(IndexError):
+        f.iter_records(0, len(f) + 1)
+
+
+def test_iteration_in_c_locates_a_bad_record_and_checks_the_file_per_block(tmp_path):
+    lines = [b"[%d]\n" % k for k in range(10_000)]
+    lines[9_500] = b"[1, \n"
+    path = write(tmp_path, lines)
+    ds = JSONLDataset(path)
+    it = iter(ds)
+    assert [next(it) for _ in range(9_500)] == [[k] for k in range(9_500)]
+    with pytest.raises(RecordDecodeError) as err:
+        next(it)
+    assert err.value.line == 9_501
+    checks = []
+    hot = ds._files[0].hot_records()
+    never = lambda start, end: pytest.fail("no record of 0..9000 fails")  # noqa: E731
+    assert len(list(hot.iter(0, 9_000, never, lambda: checks.append(1)))) == 9_000
+    assert checks == [1, 1]  # before records 0 and 8192
+
+
+def test_many_files_iterate_in_order(tmp_path):
+    a = write(tmp_path, [b"[%d]\n" % k for k in range(3)], "a.jsonl")
+    b = write(tmp_path, [b"[%d]\n" % k for k in range(3, 5)], "b.jsonl")
+    ds = JSONLDataset([a, b])
+    assert list(ds) == [[0], [1], [2], [3], [4]] and list(ds) == [ds[i] for i in range(5)]
+
+
+def test_a_projection_that_skips_iterates_in_c_and_locates_errors(tmp_path):
+    lines = [b'{"id": %d, "text": "%s"}\n' % (k, b"x" * 300) for k in range(2_000)]
+    lines[1_500] = b'{"id": 1500, "text": "caf\xe9"}\n'  # invalid UTF-8 in a skipped field
+    ds = JSONLDataset(write(tmp_path, lines))
+    sel = ds.select_columns(["id"])
+    sel._decode._full, sel._decode._probe = False, None  # the projected way, whatever was measured
+    f = sel._files[0]
+    assert type(f.iter_records(decode=sel._decode)).__name__ == "RecordIter"
+    it = iter(sel)
+    assert [next(it) for _ in range(1_500)] == [{"id": k} for k in range(1_500)]
+    with pytest.raises(RecordDecodeError) as err:
+        next(it)
+    assert err.value.line == 1_501 and "UTF-8" in str(err.value)

@@ -261,6 +261,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_quickstart(wheel_venv, 
         "packed": True,
         "guarded": True,
         "utf8": True,
+        "hot": True,
     }
     assert compiled_quickstart.probe["storage"] == "MappedFile"
 

@@ -19,13 +19,12 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
 from sjsonl.data.document import open_data_files
-from sjsonl.data.source import IndexedFile
+from sjsonl.data.source import HOT, IndexedFile
 from sjsonl.data.transforms import columns as _columns
 from sjsonl.data.transforms.pipeline import Pipeline
 from sjsonl.data.transforms.surface import HFSurface
@@ -38,17 +37,12 @@ from sjsonl.records.fields import FieldProjection, TypedDecoder
 from sjsonl.sampling.maps import IndexMap, SkipMap
 
 
-def _compiled_lookup() -> ModuleType | None:
-    try:
-        from sjsonl.data import _hot
-    except ImportError:  # built without a C compiler: ds[i] is served in Python
-        return None
-    return _hot
+class _PythonLookup:
+    """Where the compiled base is not built: ``[]`` is :meth:`JSONLDataset._getitem` (defined there)."""
 
 
-#: ``ds[i]`` in one compiled step (``sjsonl/data/_hot.c``), or None where it was not built.
-HOT = _compiled_lookup()
-_Lookup: type = object if HOT is None else HOT.Lookup
+#: The base type whose ``[]`` serves ``ds[i]`` in one compiled step (``sjsonl/data/_hot.c``), if built.
+_Lookup: type = _PythonLookup if HOT is None else HOT.Lookup
 
 PathLike = Union[str, "os.PathLike[str]"]
 _BLOCK = 8192
@@ -317,11 +311,8 @@ class JSONLDataset(_Lookup, Views, HFSurface):
         """What ``ds[i]`` reads a plain dataset's records with: a compiled ``HotRecords`` (served by the
         base type's ``[]`` without calling Python), else the file's hot state (a tuple, read in
         :meth:`_getitem`). A compact index's offsets are decoded by its own C, not read as a buffer."""
-        hot = self._single.hot_state()  # type: ignore[union-attr]
-        if HOT is not None and isinstance(hot[1], memoryview):
-            buf, bounds, _, end = hot
-            return HOT.HotRecords(buf, bounds, end, fast_loads)
-        return hot
+        single: IndexedFile = self._single  # type: ignore[assignment]
+        return single.hot_records() or single.hot_state()
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
         """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch."""
@@ -356,6 +347,11 @@ class JSONLDataset(_Lookup, Views, HFSurface):
         return self._locate(i if self._order is None else self._order[i])
 
     def __iter__(self) -> Iterator[Any]:
+        if self._order is None and self._transform is None:  # the files' own iterators, chained in C
+            return itertools.chain.from_iterable(f.iter_records(decode=self._decode) for f in self._files)
+        return self._iter_views()
+
+    def _iter_views(self) -> Iterator[Any]:
         if self._order is None:
             for f, lo in zip(self._files, self._bounds.tolist()):
                 it = f.iter_records(decode=self._decode)

@@ -16,9 +16,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,17 @@ from sjsonl.index.store import read_index
 from sjsonl.records.decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, second_look
 from sjsonl.storage import Storage, byte_view, open_storage
 
+
+def _compiled_reader() -> ModuleType | None:
+    try:
+        from sjsonl.data import _hot
+    except ImportError:  # built without a C compiler: records are read in Python
+        return None
+    return _hot
+
+
+#: ``ds[i]`` and ``for r in ds`` in compiled steps (``sjsonl/data/_hot.c``), or None where not built.
+HOT = _compiled_reader()
 _TRAILING_WS = b" \t\r\n"
 Decoder = Callable[[bytes], Any]  # raises ValueError on bad input
 _BLOCK = 8192  # records per block on sequential paths
@@ -181,6 +194,7 @@ class IndexedFile:
         self.end = loaded.stamp.size  # bytes past this were not indexed (e.g. appended since)
         self.n = len(loaded.offsets)
         self._hot: tuple[Any, memoryview, int, int] | None = None
+        self._hot_records: Any = None
 
     @property
     def path(self) -> str:
@@ -218,6 +232,20 @@ class IndexedFile:
             buf = byte_view(self.storage) if mapped else _CheckedSpans(self)
             # ndarray.data is memoryview(self.offsets) (numpy's stubs type ndarray as a Buffer only on 3.12+)
             hot = self._hot = (buf, self.offsets.data, self.n - 1, self.end)
+        return hot
+
+    def hot_records(self, decode: Decoder | None = None) -> Any:
+        """The compiled reader of this file's records (``HotRecords``: ``ds[i]`` and iteration in C, over
+        :meth:`hot_state`), each parsed by ``decode`` (default: in full), or None where it was not built or
+        the offsets are a compact index's (decoded by their own C). The default one is cached per object,
+        like the hot state."""
+        hot = self._hot_records if decode is None else None
+        if hot is None and HOT is not None:
+            buf, bounds, _, end = self.hot_state()
+            if isinstance(bounds, memoryview):
+                hot = HOT.HotRecords(buf, bounds, end, fast_loads if decode is None else decode)
+                if decode is None:
+                    self._hot_records = hot
         return hot
 
     def read_spans(self, lo: int, hi: int, span_ends: list[int]) -> bytes:
@@ -335,8 +363,23 @@ class IndexedFile:
     def iter_records(
         self, lo: int = 0, hi: int | None = None, decode: Decoder | None = None
     ) -> Iterator[Any]:
-        """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic."""
+        """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic — for a
+        memory-mapped file read whole, in C with no Python frame per record (:meth:`hot_records`)."""
         hi = self.n if hi is None else hi
+        projected = getattr(decode, "way", None) == "projected"  # a projection that measured skipping faster
+        if (decode is None or projected) and getattr(self.storage, "buffer", None) is not None:
+            one = None if decode is None else decode.project  # type: ignore[attr-defined]
+            hot = self.hot_records(one)
+            if hot is not None:  # (lo..hi checked there: an IndexError, as a view's numbers would give)
+                slow = self._slow_decode if one is None else functools.partial(self._decode_one, one)
+                return hot.iter(lo, hi, slow, functools.partial(check_unchanged, self.storage))
+        return self._iter_blocks(lo, hi, decode)
+
+    def _decode_one(self, decode: Decoder, start: int, end: int) -> Any:
+        """The record at ``[start, end)`` of the data by ``decode``, its errors located."""
+        return next(self._decode_each([(start, end)], decode, byte_view(self.storage), 0))
+
+    def _iter_blocks(self, lo: int, hi: int, decode: Decoder | None) -> Iterator[Any]:
         for buf, base, bounds in iter_blocks(self.storage, self.offsets, self.end, lo, hi, self.read_spans):
             if decode is not None and getattr(decode, "way", None) == "full":
                 # decode_spans' full way inlined, as the plain path below is (a nested generator costs)
@@ -461,7 +504,7 @@ class IndexedFile:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_hot"] = None
+        state["_hot"] = state["_hot_records"] = None
         state["_check"] = None  # (a thread): the copy checks on first use, or finds it checked already
         if self.index_path is not None:
             state["_offsets"] = None  # the receiving process maps the index file itself, on first use
