@@ -191,3 +191,24 @@ def test_offsets_buffer_reserve_keeps_what_it_holds():
     found.append(np.array([2**32], dtype=np.uint64))  # widens past uint32 after a reserve too
     out = found.result()
     assert out.dtype == np.uint64 and out.tolist() == [1, 2, *range(3, 1003), 2**32]
+
+
+def test_a_chunk_with_more_lines_than_any_before_gets_room_for_them(monkeypatch):
+    """The compiled scan fills a per-thread scratch sized by the chunks before; a chunk with more lines
+    is counted, the scratch grown, and filled again."""
+    counted = []
+    if scan_module.NATIVE is not None:
+        real = scan_module.NATIVE
+
+        class Counting:
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def count(self, data):
+                counted.append(len(data))
+                return real.count(data)
+
+        monkeypatch.setattr(scan_module, "NATIVE", Counting())
+    data = b'"' + b"x" * 8000 + b'"\n' + b"1\n" * 12_000 + b"\n \n" + b"22\n" * 3000
+    assert scan_record_starts(data, chunk_bytes=8192, workers=1).tolist() == reference_starts(data)
+    assert counted or scan_module.NATIVE is None  # the chunks of 4096 lines outgrew the first scratch

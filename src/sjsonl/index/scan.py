@@ -134,7 +134,8 @@ _WS_STEPS = 32
 
 
 class _ChunkScanner:
-    """Scans one chunk at a time; per-thread scratch masks avoid a fresh allocation per chunk.
+    """Scans one chunk at a time; per-thread scratch (the numpy scan's masks, the compiled scan's offsets,
+    which are then copied out at their exact count) avoids a fresh allocation and a counting pass per chunk.
 
     ``peek(lo, hi)`` returns bytes of the data outside the chunk at hand (the next chunk's first byte,
     the rest of a whitespace-led line); ``load(lo, hi)`` returns a chunk as a uint8 array (zero-copy
@@ -155,6 +156,14 @@ class _ChunkScanner:
         self._native_dtype = np.dtype(np.uint64 if dtype.itemsize > 4 else np.uint32)
         self._local = threading.local()
 
+    def _room(self, n: int | None = None) -> np.ndarray:
+        """This thread's scratch for the compiled scan's offsets: exactly ``n`` long when ``n`` is given
+        (kept, if larger than before, for the next chunks), else the whole of what it holds."""
+        room = getattr(self._local, "room", None)
+        if room is None or len(room) < (n or 0):
+            room = self._local.room = np.empty(max(n or 0, 1024), dtype=self._native_dtype)
+        return room if n is None else room[:n]
+
     def _mask(self, n: int) -> np.ndarray:
         mask = getattr(self._local, "mask", None)
         if mask is None or len(mask) < n:
@@ -172,14 +181,20 @@ class _ChunkScanner:
         hi = lo + n
         suspects = -1  # lines begun inside data with a byte that may make them blank; -1: not counted
         if NATIVE is not None:  # one pass, offsets written in place in their final width, the GIL released
-            found = np.empty(NATIVE.count(data), dtype=self._native_dtype)
-            try:
-                written, suspects = NATIVE.starts(data, lo, found)
-            except ValueError:
-                written = -1
-            if written != len(found):  # the buffer changed between the two passes
-                raise DataChangedWhileScanning(f"the data at [{lo}, {hi}) changed while it was scanned")
-            starts = found
+            room = self._room()
+            try:  # into this thread's scratch, as large as the most a chunk has needed
+                written, suspects = NATIVE.starts(data, lo, room)
+            except ValueError:  # more lines than that: count them, make room, fill again
+                room = self._room(NATIVE.count(data))
+                try:
+                    written, suspects = NATIVE.starts(data, lo, room)
+                except ValueError:
+                    written = -1
+                if written != len(room):  # the buffer changed between the two passes
+                    raise DataChangedWhileScanning(
+                        f"the data at [{lo}, {hi}) changed while it was scanned"
+                    ) from None
+            starts = room[:written].copy()
         else:
             mask = self._mask(n)
             np.equal(data, 0x0A, out=mask)
