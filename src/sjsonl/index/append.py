@@ -42,7 +42,7 @@ import numpy as np
 from sjsonl.errors import IndexFileError, SJSONLError, StaleDataError
 from sjsonl.index.layout import _TAIL, TRAILER_MAGIC, IndexFile, IndexMeta, LoadedIndex
 from sjsonl.index.packed import PackedOffsets, index_names
-from sjsonl.index.scan import DataChangedWhileScanning, offset_dtype, scan_file
+from sjsonl.index.scan import DataChangedWhileScanning, default_workers, offset_dtype, scan_file
 from sjsonl.index.store import meta_of, read_index, warn_not_saved, write_index, write_index_somewhere
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import DataStamp, LocalFile, Storage
@@ -53,7 +53,7 @@ from sjsonl.storage.trust import read_only_reason
 _ONE_THREAD_BYTES = 64 << 20
 
 
-def _grew_from(storage: LocalFile, stamp: DataStamp) -> list[int] | None:
+def _grew_from(storage: LocalFile, stamp: DataStamp, workers: int | None = None) -> list[int] | None:
     """The leaf digests of the indexed bytes if ``storage`` is the data ``stamp`` describes with bytes
     appended — a plain local file, larger now, whose first ``stamp.size`` bytes still have the content
     hash they had (every byte is read: an edit anywhere in them, mtime set back or not, is a rebuild) —
@@ -63,7 +63,8 @@ def _grew_from(storage: LocalFile, stamp: DataStamp) -> list[int] | None:
     now = storage.stamp(fingerprint=False)
     if now.size <= stamp.size or storage.fingerprint(stamp.size) != stamp.fingerprint:
         return None  # the cheap test first: most rewrites change the head or the tail
-    leaves = leaf_digests(storage.read_unchecked, 0, stamp.size)
+    threads = workers or default_workers()  # (the hash is what an append costs: every indexed byte)
+    leaves = leaf_digests(storage.read_unchecked, 0, stamp.size, threads=threads)
     return leaves if content_of(leaves, stamp.size) == stamp.content else None
 
 
@@ -147,7 +148,7 @@ def extend_grown_index(
         meta = old.meta
         if meta.layout or os.path.basename(meta.data_path) != os.path.basename(storage.path):
             continue
-        kept = _grew_from(storage, meta.stamp)
+        kept = _grew_from(storage, meta.stamp, workers)
         if kept is None:
             continue
         scanned = _scan_appended(storage, old.offsets, kept, workers, progress)
