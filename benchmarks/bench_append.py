@@ -2,10 +2,11 @@
 
 A private copy of each benchmark corpus (1 GiB long records, 256 MiB short ones; ``--quick``: 64 MiB
 long, 16 MiB short) gets 1% appended (its own first records again); reopening it (``JSONLDataset(path)``)
-extends the index — the tail scanned, the index file rewritten — where a full build scans every byte. Each
-run starts from the copy cut back to its original size with a current index; the full build runs into an
-empty index directory. Both write and fsync the index file. After the timed runs the extended offsets are
-checked against a full build.
+extends the index — the indexed bytes hashed (an edit anywhere plus an append is a rebuild), the tail
+scanned, the index file extended — where a full build scans every byte; both for the plain index and for
+the compact one (rewritten whole). Each run starts from the copy cut back to its original size with a
+current index; the full build runs into an empty index directory. Both write and fsync the index file.
+After the timed runs the extended offsets are checked against a full build.
 
     python benchmarks/bench_append.py [--quick]
 """
@@ -18,6 +19,8 @@ import statistics
 import sys
 import tempfile
 import time
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import REPEATS, bench_main, corpus, figure
@@ -33,39 +36,42 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def _one(kind: str, n_bytes: int, work: str) -> list[dict]:
+def _one(kind: str, n_bytes: int, work: str, compact: bool = False) -> list[dict]:
     source = str(corpus(kind, n_bytes))
-    path = os.path.join(work, f"{kind}.jsonl")
+    fmt = "-compact" if compact else ""
+    path = os.path.join(work, f"{kind}{fmt}.jsonl")
     shutil.copyfile(source, path)
     base = os.path.getsize(path)
     with open(source, "rb") as f:  # 1% more, cut at a record boundary
         extra = f.read(base // 100)
     extra = extra[: extra.rindex(b"\n") + 1]
-    index_dir = os.path.join(work, f"idx-{kind}")
+    index_dir = os.path.join(work, f"idx-{kind}{fmt}")
 
     def fresh_build() -> None:
         shutil.rmtree(index_dir, ignore_errors=True)
-        JSONLDataset(path, index_dir=index_dir)
+        JSONLDataset(path, index_dir=index_dir, compact=compact)
 
     full = []
     for _ in range(RUNS):
         shutil.rmtree(index_dir, ignore_errors=True)
-        full.append(_timed(lambda: JSONLDataset(path, index_dir=index_dir)))
+        full.append(_timed(lambda: JSONLDataset(path, index_dir=index_dir, compact=compact)))
     grown = []
     for _ in range(RUNS):
         os.truncate(path, base)  # our own copy: back to the indexed size, with a current index
         fresh_build()
         with open(path, "ab") as f:
             f.write(extra)
-        grown.append(_timed(lambda: JSONLDataset(path, index_dir=index_dir)))
-    extended = JSONLDataset(path, index_dir=index_dir, build_index_on_load=False)
-    reference = JSONLDataset(path, index_dir=os.path.join(work, f"ref-{kind}"))
-    assert (extended._files[0].offsets == reference._files[0].offsets).all(), "extended != full build"
+        grown.append(_timed(lambda: JSONLDataset(path, index_dir=index_dir, compact=compact)))
+    extended = JSONLDataset(path, index_dir=index_dir, build_index_on_load=False, compact=compact)
+    assert extended._files[0].index_path.endswith(".packed" if compact else ".npy")
+    reference = JSONLDataset(path, index_dir=os.path.join(work, f"ref-{kind}{fmt}"))
+    same = np.asarray(extended._files[0].offsets) == np.asarray(reference._files[0].offsets)
+    assert same.all(), "extended != full build"
     t_full, t_grown = statistics.median(full), statistics.median(grown)
     size = f"{base >> 20} MiB + {len(extra) >> 10} KiB, {len(reference):,} records"
-    title = f"reopen after a 1% append, {kind} records"
+    title = f"reopen after a 1% append, {kind} records" + (", compact index" if compact else "")
     figure(
-        f"reopen_{kind}",
+        f"reopen_{kind}{fmt.replace('-', '_')}",
         t_grown * 1e3,
         "ms",
         what=f"{title} ({size}): the index extended",
@@ -85,7 +91,8 @@ def run(quick: bool = False) -> list[dict]:
     work = tempfile.mkdtemp(prefix="sjsonl-bench-append-")
     try:
         sizes = (64 << 20, 16 << 20) if quick else (1024 << 20, 256 << 20)
-        return _one("long", sizes[0], work) + _one("short", sizes[1], work)
+        return [row for compact in (False, True) for kind, size in zip(("long", "short"), sizes)
+                for row in _one(kind, size, work, compact)]  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
