@@ -176,6 +176,25 @@ def test_every_way_gives_the_same_offsets(data, skip, base):
                     native.starts(buffer, base, np.empty(len(expected) - 1, dtype), way)
 
 
+def test_every_way_on_long_and_short_lines_in_turn():
+    """Kilobytes of long lines, then of short ones, and back (the vector ways skip newline-free blocks
+    only after 4 KiB of long lines): every way, any alignment, against the reference."""
+    rng = np.random.default_rng(5)
+    parts = []
+    for round_ in range(12):
+        width = [3000, 40, 700, 1, 150, 9000][round_ % 6]
+        for _ in range(int(rng.integers(2, 60))):
+            parts.append(b" " * int(rng.integers(0, 2)) + b"x" * int(rng.integers(0, 2 * width)) + b"\n")
+    data = b"".join(parts)
+    for skip in (0, 1, 33):
+        chunk = data[skip:]
+        expected, suspects = _reference_fill(chunk, 7)
+        for way in native.ways():
+            out = np.empty(len(expected), np.uint32)
+            assert native.starts(chunk, 7, out, way) == (len(expected), suspects), way
+            assert out.tolist() == expected, way
+
+
 def test_numpy_is_forced_by_the_environment(tmp_path):
     import subprocess
     import sys

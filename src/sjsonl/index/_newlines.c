@@ -174,6 +174,32 @@ static const uint8_t iota64[64] __attribute__((aligned(64))) = {
     22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
     44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
 
+/* One 64-byte block at p + i whose newline mask is m (the byte after it readable); `continue`s its loop
+ * when the block is done early. */
+#define BLOCK_AVX512(T, PER, WIDEN_ADD)                                                                     \
+    {                                                                                                       \
+        __m512i next = _mm512_loadu_si512((const void *)(p + i + 1));                                       \
+        __mmask64 ws = _mm512_cmpeq_epi8_mask(_mm512_shuffle_epi8(table, next), next);                      \
+        Py_ssize_t k = (Py_ssize_t)_mm_popcnt_u64(m);                                                       \
+        suspects += (Py_ssize_t)_mm_popcnt_u64(m & ws);                                                     \
+        unsigned long long at = base + (unsigned long long)i + 1;                                           \
+        if (w + 64 > capacity) {                                                                            \
+            if (w + k > capacity) { r->overflow = 1; r->written = w; r->suspects = suspects; return; }      \
+            for (; m; m &= m - 1) out[w++] = (T)(at + (unsigned long long)__builtin_ctzll(m));              \
+            continue;                                                                                       \
+        }                                                                                                   \
+        __m512i idx = _mm512_maskz_compress_epi8(m, iota);                                                  \
+        _mm512_storeu_si512((void *)(out + w), WIDEN_ADD(_mm512_castsi512_si128(idx), at));                 \
+        if (k > PER) { /* rare on any data with lines: the rest one by one */                               \
+            uint8_t spill[64];                                                                              \
+            _mm512_storeu_si512((void *)spill, idx);                                                        \
+            for (Py_ssize_t j = PER; j < k; j++) out[w + j] = (T)(at + spill[j]);                           \
+        }                                                                                                   \
+        w += k;                                                                                             \
+    }
+
+/* 4 KiB at a time; blocks without a newline are skipped only after 4 KiB of long lines (fewer than 8): a
+ * skip taken at random (~155-byte lines) mispredicts, and stalls the loads behind it, more than it saves. */
 #define FILL_AVX512(NAME, T, PER, WIDEN_ADD)                                                                \
     __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"))) static void NAME(                      \
         const char *p, Py_ssize_t n, unsigned long long base, T *out, Py_ssize_t capacity, fill_result *r) { \
@@ -182,27 +208,22 @@ static const uint8_t iota64[64] __attribute__((aligned(64))) = {
             _mm_setr_epi8(' ', 0, 0, 0, 0, 0, 0, 0, 0, '\t', '\n', 0, 0, '\r', 0, 0));                      \
         const __m512i iota = _mm512_load_si512((const void *)iota64);                                       \
         Py_ssize_t w = 0, suspects = 0, i = 0;                                                              \
-        for (; i + 65 <= n; i += 64) {                                                                      \
-            __mmask64 m = _mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)(p + i)), nl);            \
-            if (m == 0) continue;                                                                           \
-            __m512i next = _mm512_loadu_si512((const void *)(p + i + 1));                                   \
-            __mmask64 ws = _mm512_cmpeq_epi8_mask(_mm512_shuffle_epi8(table, next), next);                  \
-            Py_ssize_t k = (Py_ssize_t)_mm_popcnt_u64(m);                                                   \
-            suspects += (Py_ssize_t)_mm_popcnt_u64(m & ws);                                                 \
-            unsigned long long at = base + (unsigned long long)i + 1;                                       \
-            if (w + 64 > capacity) {                                                                        \
-                if (w + k > capacity) { r->overflow = 1; r->written = w; r->suspects = suspects; return; }  \
-                for (; m; m &= m - 1) out[w++] = (T)(at + (unsigned long long)__builtin_ctzll(m));          \
-                continue;                                                                                   \
+        int sparse = 0;                                                                                     \
+        while (i + 65 <= n) {                                                                               \
+            Py_ssize_t stop = i + 4096 < n - 64 ? i + 4096 : n - 64, w_then = w;                            \
+            if (sparse) {                                                                                   \
+                for (; i < stop; i += 64) {                                                                 \
+                    __mmask64 m = _mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)(p + i)), nl);    \
+                    if (m == 0) continue;                                                                   \
+                    BLOCK_AVX512(T, PER, WIDEN_ADD)                                                         \
+                }                                                                                           \
+            } else {                                                                                        \
+                for (; i < stop; i += 64) {                                                                 \
+                    __mmask64 m = _mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)(p + i)), nl);    \
+                    BLOCK_AVX512(T, PER, WIDEN_ADD)                                                         \
+                }                                                                                           \
             }                                                                                               \
-            __m512i idx = _mm512_maskz_compress_epi8(m, iota);                                              \
-            _mm512_storeu_si512((void *)(out + w), WIDEN_ADD(_mm512_castsi512_si128(idx), at));             \
-            if (k > PER) { /* rare on any data with lines: the rest one by one */                           \
-                uint8_t spill[64];                                                                          \
-                _mm512_storeu_si512((void *)spill, idx);                                                    \
-                for (Py_ssize_t j = PER; j < k; j++) out[w + j] = (T)(at + spill[j]);                       \
-            }                                                                                               \
-            w += k;                                                                                         \
+            sparse = w - w_then < 8;                                                                        \
         }                                                                                                   \
         for (; i < n; i++) {                                                                                \
             if (p[i] != '\n') continue;                                                                     \
