@@ -419,12 +419,16 @@ def bench_hf(path, label: str, n_reads: int = 20_000) -> list[dict]:
 def run(quick: bool = False) -> list[dict]:
     long_path = corpus("long", (64 if quick else 1024) << 20)
     short_path = corpus("short", (16 if quick else 256) << 20)
+    tiny_path = corpus("tiny", (16 if quick else 256) << 20)  # ~50-byte records: per-line costs show most
     long_label = "long records, " + ("64 MiB" if quick else "1 GiB")
     short_label = "short records, " + ("16 MiB" if quick else "256 MiB")
+    tiny_label = "50-byte records, " + ("16 MiB" if quick else "256 MiB")
     rows = bench_index(long_path, long_label, "long") + bench_index(short_path, short_label, "short")
+    rows += bench_index(tiny_path, tiny_label, "tiny")
     rows += bench_access(short_path, short_label, "short") + bench_access(
         long_path, long_label, "long", 50_000
     )
+    rows += bench_access(tiny_path, tiny_label, "tiny")
     rows += bench_hf(short_path, short_label)
     return rows
 
