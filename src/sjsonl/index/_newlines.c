@@ -119,6 +119,17 @@ static void fill_with_memchr(const char *start, Py_ssize_t n, unsigned long long
  * the mask bits; with room for 64 more, the first eight of a block are written without looking at the
  * count (writes past the block's own are overwritten by the next block's, or are past the final count).
  * Every offset must fit the type: the caller checks base + n first. */
+/* The scalar tail of a chunk, after its whole vector blocks (shared by the vector ways). */
+#define SCALAR_TAIL(T)                                                                                      \
+        for (; i < n; i++) {                                                                                \
+            if (p[i] != '\n') continue;                                                                     \
+            if (w == capacity) { r->overflow = 1; break; }                                                  \
+            out[w++] = (T)(base + (unsigned long long)i + 1);                                               \
+            if (i + 1 < n && may_be_blank((unsigned char)p[i + 1])) suspects++;                             \
+        }                                                                                                   \
+        r->written = w;                                                                                     \
+        r->suspects = suspects;
+
 #define FILL_AVX2(NAME, T)                                                                                  \
     __attribute__((target("avx2,bmi,bmi2,popcnt"))) static void NAME(                                      \
         const char *p, Py_ssize_t n, unsigned long long base, T *out, Py_ssize_t capacity, fill_result *r) { \
@@ -154,14 +165,7 @@ static void fill_with_memchr(const char *start, Py_ssize_t n, unsigned long long
                 for (; m; m = _blsr_u64(m)) out[w++] = (T)(at + _tzcnt_u64(m));                            \
             }                                                                                               \
         }                                                                                                   \
-        for (; i < n; i++) {                                                                                \
-            if (p[i] != '\n') continue;                                                                     \
-            if (w == capacity) { r->overflow = 1; break; }                                                  \
-            out[w++] = (T)(base + (unsigned long long)i + 1);                                               \
-            if (i + 1 < n && may_be_blank((unsigned char)p[i + 1])) suspects++;                             \
-        }                                                                                                   \
-        r->written = w;                                                                                     \
-        r->suspects = suspects;                                                                             \
+        SCALAR_TAIL(T)                                                                                      \
     }
 FILL_AVX2(fill_avx2_u32, uint32_t)
 FILL_AVX2(fill_avx2_u64, uint64_t)
@@ -225,14 +229,7 @@ static const uint8_t iota64[64] __attribute__((aligned(64))) = {
             }                                                                                               \
             sparse = w - w_then < 8;                                                                        \
         }                                                                                                   \
-        for (; i < n; i++) {                                                                                \
-            if (p[i] != '\n') continue;                                                                     \
-            if (w == capacity) { r->overflow = 1; break; }                                                  \
-            out[w++] = (T)(base + (unsigned long long)i + 1);                                               \
-            if (i + 1 < n && may_be_blank((unsigned char)p[i + 1])) suspects++;                             \
-        }                                                                                                   \
-        r->written = w;                                                                                     \
-        r->suspects = suspects;                                                                             \
+        SCALAR_TAIL(T)                                                                                      \
     }
 #define WIDEN_ADD_U32(x, at) _mm512_add_epi32(_mm512_cvtepu8_epi32(x), _mm512_set1_epi32((int)(uint32_t)(at)))
 #define WIDEN_ADD_U64(x, at) _mm512_add_epi64(_mm512_cvtepu8_epi64(x), _mm512_set1_epi64((long long)(at)))
