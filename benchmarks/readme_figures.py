@@ -28,6 +28,7 @@ RESULTS_LINK = "benchmarks/results/RESULTS.md"
 KEYS = [
     "core.build_long",
     "core.build_short",
+    "core.build_tiny",
     "scan.numpy_long",
     "core.build_short_vs_readline",
     "core.get_short",
@@ -35,6 +36,7 @@ KEYS = [
     "core.get_short_vs_seek_readline",
     "core.iter_short",
     "core.iter_long",
+    "core.select_short",
     "sampling.shuffle_short",
     "sampling.sampler_first",
     "core.hf_load",
@@ -52,6 +54,7 @@ KEYS = [
     "cold.readahead_long",
     "pipeline.prefetch_8",
     "safe_reads.get_short",
+    "core.first_open_short",
     "billion.open",
 ]
 
