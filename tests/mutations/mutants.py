@@ -251,4 +251,20 @@ MUTANTS = [
         "            self._resume = None",
         ("tests/test_elastic_resume.py", "-k", "stateful"),
     ),
+    Mutant(
+        "projection-skips-utf8-check",
+        "a projection returns records whose skipped fields are not UTF-8 (json.loads refuses them)",
+        "src/sjsonl/records/fields.py",
+        "            if _valid_utf8(raw):  # msgspec does not check the strings it skips",
+        "            if True:  # msgspec does not check the strings it skips",
+        ("tests/test_utf8_check.py", "tests/test_hot_lookup.py", "-k", "projection"),
+    ),
+    Mutant(
+        "index-crc-ignored",
+        "an index whose offsets fail their checksum is used (the checks made at open or on the thread)",
+        "src/sjsonl/index/store.py",
+        "    if crc != meta.checksum:",
+        "    if False:",
+        ("tests/test_background_check.py", "tests/test_index_integrity.py"),
+    ),
 ]
