@@ -198,9 +198,9 @@ MUTANTS = [
     Mutant(
         "shard-remainder-misplaced",
         "contiguous shards put the records left over in the last shards instead of the first",
-        "src/sjsonl/data/views.py",
-        "        start = div * index + min(index, mod)",
-        "        start = div * index + max(0, index - (num_shards - mod))",
+        "src/sjsonl/sampling/distributed.py",
+        "    start = div * index + min(index, mod)",
+        "    start = div * index + max(0, index - (num_shards - mod))",
         ("tests/test_views.py", "-k", "huggingface"),
     ),
     Mutant(
