@@ -278,8 +278,11 @@ class JSONLDataset(_Lookup, Views, HFSurface):
                 hot = self._hot
                 if hot is None:
                     hot = self._hot = self._hot_state()
-                if type(hot) is not tuple:  # the compiled path declined this record: NaN, or an error
-                    return self._single.record(i)  # type: ignore[union-attr]
+                if type(hot) is not tuple:  # compiled (HotRecords)
+                    single: IndexedFile = self._single  # type: ignore[assignment]
+                    if type(key) is int:  # its fast parse raised (NaN, or an error to locate): not again
+                        return single._slow_decode(*single.span(i))
+                    return single.record(i)  # a numpy integer
                 buf, bounds, last, end = hot
                 start = bounds[i]
                 if i < last:
