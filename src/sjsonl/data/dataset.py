@@ -280,9 +280,12 @@ class JSONLDataset(_Lookup, Views, HFSurface):
                     hot = self._hot = self._hot_state()
                 if type(hot) is not tuple:  # compiled (HotRecords)
                     single: IndexedFile = self._single  # type: ignore[assignment]
-                    if type(key) is int:  # its fast parse raised (NaN, or an error to locate): not again
+                    mapped = getattr(single.storage, "buffer", None) is not None
+                    if type(key) is int and mapped:  # its fast parse raised (NaN, an error): not again
                         return single._slow_decode(*single.span(i))
-                    return single.record(i)  # a numpy integer
+                    # a numpy integer; or a storage read by ranges, whose checked read (a second look at
+                    # bytes that do not end lines, e.g. from wrong seek points) is record()'s
+                    return single.record(i)
                 buf, bounds, last, end = hot
                 start = bounds[i]
                 if i < last:
