@@ -76,7 +76,6 @@ def test_copies_check_for_themselves(tmp_path):
     assert clone[5] == {"id": 5} and ds[5] == {"id": 5}
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only")
 def test_a_fork_waits_for_the_check_and_the_child_reads_right_records(tmp_path):
     path = corpus(tmp_path, n=200_000)
     for _ in range(5):
