@@ -6,15 +6,17 @@
    and ~0.30 µs is Python: the method call, the type and range checks, attribute reads, two offsets read
    from a memoryview. This moves that last part into C.
 
-   `Lookup` is the base type of `sjsonl.JSONLDataset`. Its `[]` (mp_subscript) serves a plain int key when
-   the dataset's `_hot` attribute holds a `HotRecords` — set by the dataset for one file read whole, with no
-   view, transform or projection (`JSONLDataset._hot_state`) — and calls the dataset's Python `_getitem` for
-   everything else: other keys, an index out of range (its error names the dataset), and any record whose
-   parse raised (NaN, which json.loads reads; an error to locate). An error of the read itself (a changed
-   file) is raised as the Python path raises it. A record served
-   here is exactly what the Python path returns: the same slice of the same bytes, parsed by the same
-   decoder. The dataset clears `_hot` whenever it changes what it reads (refresh, a view, a pickle), so a
-   stale `HotRecords` is never consulted.
+   A `HotRecords` reads one memory-mapped file's records (`IndexedFile.hot_records`): `get(i)` and `iter()`
+   share one step, `record()`, whose record that fails the fast parse goes to the file's own slow path (NaN,
+   which json.loads reads; an error to locate), exactly as the Python path does.
+
+   `Lookup` is the base type of `sjsonl.JSONLDataset`. Its `[]` (mp_subscript) serves a plain int key in
+   range when the dataset's `_hot` attribute holds a `HotRecords` — set by the dataset for one file read
+   whole, with no view, transform or projection (`JSONLDataset._hot_state`) — and calls the dataset's Python
+   `_getitem` for everything else: other keys, an index out of range (its error names the dataset), another
+   storage. A record served here is exactly what the Python path returns: the same slice of the same bytes,
+   parsed by the same decoder. The dataset clears `_hot` whenever it changes what it reads (refresh, a
+   view, a pickle), so a stale `HotRecords` is never consulted.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,6 +27,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *data;    /* sliced: data[start:end] -> bytes */
     PyObject *decode;  /* bytes -> record */
+    PyObject *slow;    /* (start, end) -> record: one whose parse raised (NaN, or an error to locate) */
     Py_buffer offsets; /* record starts, any unsigned or signed integer width */
     Py_ssize_t n;      /* records */
     long long end;     /* end of the last record */
@@ -34,21 +37,23 @@ typedef struct {
 static void HotRecords_dealloc(HotRecords *self) {
     Py_XDECREF(self->data);
     Py_XDECREF(self->decode);
+    Py_XDECREF(self->slow);
     if (self->offsets.obj != NULL) PyBuffer_Release(&self->offsets);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int HotRecords_init(HotRecords *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"data", "offsets", "end", "decode", NULL};
-    PyObject *data, *offsets, *decode;
+    static char *kwlist[] = {"data", "offsets", "end", "decode", "slow", NULL};
+    PyObject *data, *offsets, *decode, *slow;
     long long end;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLO", kwlist, &data, &offsets, &end, &decode)) return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLOO", kwlist, &data, &offsets, &end, &decode, &slow))
+        return -1;
     if (self->offsets.obj != NULL) {
         PyErr_SetString(PyExc_TypeError, "HotRecords is initialised once");
         return -1;
     }
-    if (!PyCallable_Check(decode)) {
-        PyErr_SetString(PyExc_TypeError, "decode must be callable");
+    if (!PyCallable_Check(decode) || !PyCallable_Check(slow)) {
+        PyErr_SetString(PyExc_TypeError, "decode and slow must be callable");
         return -1;
     }
     if (PyObject_GetBuffer(offsets, &self->offsets, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
@@ -68,6 +73,8 @@ static int HotRecords_init(HotRecords *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->data, data);
     Py_INCREF(decode);
     Py_XSETREF(self->decode, decode);
+    Py_INCREF(slow);
+    Py_XSETREF(self->slow, slow);
     return 0;
 }
 
@@ -81,11 +88,11 @@ static inline long long offset_at(HotRecords *self, Py_ssize_t i) {
     }
 }
 
-/* Record i (0 <= i < n) or NULL with an exception set; *parsing tells whether the parse raised it (the
-   Python path reads such a record again: NaN, an error to locate) or the read did (a changed file: raised
-   as it is — the map checks the file's version at most every 0.1 s, so a read again might not see it). */
-static PyObject *record(HotRecords *self, Py_ssize_t i, int *parsing) {
-    *parsing = 0;
+/* Record i (0 <= i < n), or NULL with an exception set. A record whose parse raised an Exception goes to
+   slow(start, end) (NaN, which json.loads reads; an error to locate); an error of the read itself (a
+   changed file) is raised as it is — the map checks the file's version at most every 0.1 s, so a read again
+   might not see it. */
+static PyObject *record(HotRecords *self, Py_ssize_t i) {
     long long start = offset_at(self, i);
     long long stop = i + 1 < self->n ? offset_at(self, i + 1) : self->end;
     PyObject *lo = PyLong_FromLongLong(start);
@@ -97,10 +104,11 @@ static PyObject *record(HotRecords *self, Py_ssize_t i, int *parsing) {
     PyObject *raw = PyObject_GetItem(self->data, slice);
     Py_DECREF(slice);
     if (raw == NULL) return NULL;
-    *parsing = 1;
     PyObject *value = PyObject_CallOneArg(self->decode, raw);
     Py_DECREF(raw);
-    return value;
+    if (value != NULL || !PyErr_ExceptionMatches(PyExc_Exception)) return value;
+    PyErr_Clear();
+    return PyObject_CallFunction(self->slow, "LL", start, stop);
 }
 
 static PyObject *HotRecords_get(HotRecords *self, PyObject *arg) {
@@ -111,28 +119,25 @@ static PyObject *HotRecords_get(HotRecords *self, PyObject *arg) {
         PyErr_SetString(PyExc_IndexError, "record number out of range");
         return NULL;
     }
-    int parsing;
-    return record(self, i, &parsing);
+    return record(self, i);
 }
 
 static Py_ssize_t HotRecords_len(HotRecords *self) { return self->n; }
 
 /* Records lo..hi in file order, one slice and one parse each, no Python frame per record. A record whose
-   parse raised is handed to slow(start, end) (NaN; a located error); check() runs before every block of
+   parse raised is handed to the HotRecords' slow path (NaN; a located error); check() runs before every block of
    CHECK_EVERY records, as the Python block path checks the file once per block. */
 #define CHECK_EVERY 8192
 
 typedef struct {
     PyObject_HEAD
     HotRecords *hot;
-    PyObject *slow;
     PyObject *check;
     Py_ssize_t pos, hi, next_check;
 } RecordIter;
 
 static void RecordIter_dealloc(RecordIter *self) {
     Py_XDECREF(self->hot);
-    Py_XDECREF(self->slow);
     Py_XDECREF(self->check);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -147,14 +152,7 @@ static PyObject *RecordIter_next(RecordIter *self) {
             Py_DECREF(ok);
         }
     }
-    Py_ssize_t i = self->pos++;
-    int parsing;
-    PyObject *value = record(self->hot, i, &parsing);
-    if (value != NULL || !parsing || !PyErr_ExceptionMatches(PyExc_Exception)) return value;
-    PyErr_Clear();
-    long long start = offset_at(self->hot, i);
-    long long stop = i + 1 < self->hot->n ? offset_at(self->hot, i + 1) : self->hot->end;
-    return PyObject_CallFunction(self->slow, "LL", start, stop);
+    return record(self->hot, self->pos++);
 }
 
 static PyTypeObject RecordIterType = {
@@ -169,22 +167,20 @@ static PyTypeObject RecordIterType = {
 
 static PyObject *HotRecords_iter(HotRecords *self, PyObject *args) {
     Py_ssize_t lo, hi;
-    PyObject *slow, *check;
-    if (!PyArg_ParseTuple(args, "nnOO", &lo, &hi, &slow, &check)) return NULL;
+    PyObject *check;
+    if (!PyArg_ParseTuple(args, "nnO", &lo, &hi, &check)) return NULL;
     if (lo < 0 || hi > self->n || lo > hi) {
         PyErr_SetString(PyExc_IndexError, "record range out of range");
         return NULL;
     }
-    if (!PyCallable_Check(slow) || (check != Py_None && !PyCallable_Check(check))) {
-        PyErr_SetString(PyExc_TypeError, "slow must be callable, check callable or None");
+    if (check != Py_None && !PyCallable_Check(check)) {
+        PyErr_SetString(PyExc_TypeError, "check must be callable or None");
         return NULL;
     }
     RecordIter *it = PyObject_New(RecordIter, &RecordIterType);
     if (it == NULL) return NULL;
     Py_INCREF(self);
     it->hot = self;
-    Py_INCREF(slow);
-    it->slow = slow;
     Py_INCREF(check);
     it->check = check;
     it->pos = lo;
@@ -196,8 +192,7 @@ static PyObject *HotRecords_iter(HotRecords *self, PyObject *args) {
 static PyMethodDef HotRecords_methods[] = {
     {"get", (PyCFunction)HotRecords_get, METH_O, "get(i) -> record i (negative counts from the end)"},
     {"iter", (PyCFunction)HotRecords_iter, METH_VARARGS,
-     "iter(lo, hi, slow, check) -> records lo..hi in order; slow(start, end) reads a record whose parse "
-     "raised, check() runs before every block of 8192"},
+     "iter(lo, hi, check) -> records lo..hi in order, as get(); check() runs before every block of 8192"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -208,7 +203,7 @@ static PyTypeObject HotRecordsType = {
     .tp_basicsize = sizeof(HotRecords),
     .tp_dealloc = (destructor)HotRecords_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "HotRecords(data, offsets, end, decode): records of one file, read by number in C.",
+    .tp_doc = "HotRecords(data, offsets, end, decode, slow): records of one file, read by number in C.",
     .tp_methods = HotRecords_methods,
     .tp_as_sequence = &HotRecords_as_sequence,
     .tp_init = (initproc)HotRecords_init,
@@ -230,16 +225,10 @@ static PyObject *Lookup_subscript(PyObject *self, PyObject *key) {
             int overflow;
             long long i = PyLong_AsLongLongAndOverflow(key, &overflow);
             if (!overflow && i < 0) i += h->n;
-            PyObject *value = NULL;
             if (!overflow && i >= 0 && i < h->n) {
-                int parsing;
-                value = record(h, (Py_ssize_t)i, &parsing);
-                if (value == NULL && parsing && PyErr_ExceptionMatches(PyExc_Exception)) {
-                    PyErr_Clear(); /* the Python path reads it again, and locates or handles what it finds */
-                } else {
-                    Py_DECREF(hot);
-                    return value; /* a record, or an error that is no Exception (KeyboardInterrupt) */
-                }
+                PyObject *value = record(h, (Py_ssize_t)i);
+                Py_DECREF(hot);
+                return value;
             }
             Py_DECREF(hot);
         } else {

@@ -1,9 +1,17 @@
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 class HotRecords:
-    def __init__(self, data: Any, offsets: memoryview, end: int, decode: Callable[[Any], Any]) -> None: ...
+    def __init__(
+        self,
+        data: Any,
+        offsets: memoryview,
+        end: int,
+        decode: Callable[[Any], Any],
+        slow: Callable[[int, int], Any],
+    ) -> None: ...
     def get(self, i: int, /) -> Any: ...
+    def iter(self, lo: int, hi: int, check: Callable[[], object] | None, /) -> Iterator[Any]: ...
     def __len__(self) -> int: ...
 
 class Lookup:

@@ -278,14 +278,8 @@ class JSONLDataset(_Lookup, Views, HFSurface):
                 hot = self._hot
                 if hot is None:
                     hot = self._hot = self._hot_state()
-                if type(hot) is not tuple:  # compiled (HotRecords)
-                    single: IndexedFile = self._single  # type: ignore[assignment]
-                    mapped = getattr(single.storage, "buffer", None) is not None
-                    if type(key) is int and mapped:  # its fast parse raised (NaN, an error): not again
-                        return single._slow_decode(*single.span(i))
-                    # a numpy integer; or a storage read by ranges, whose checked read (a second look at
-                    # bytes that do not end lines, e.g. from wrong seek points) is record()'s
-                    return single.record(i)
+                if type(hot) is not tuple:  # compiled (HotRecords), and a key the base type left: numpy's
+                    return hot.get(i)  # type: ignore[union-attr]
                 buf, bounds, last, end = hot
                 start = bounds[i]
                 if i < last:
@@ -316,9 +310,10 @@ class JSONLDataset(_Lookup, Views, HFSurface):
     def _hot_state(self) -> Any:
         """What ``ds[i]`` reads a plain dataset's records with: a compiled ``HotRecords`` (served by the
         base type's ``[]`` without calling Python), else the file's hot state (a tuple, read in
-        :meth:`_getitem`). A compact index's offsets are decoded by its own C, not read as a buffer."""
+        :meth:`_getitem`) where there is none (see :meth:`IndexedFile.hot_records`)."""
         single: IndexedFile = self._single  # type: ignore[assignment]
-        return single.hot_records() or single.hot_state()
+        hot = single.hot_records()
+        return single.hot_state() if hot is None else hot
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
         """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch."""

@@ -235,18 +235,23 @@ class IndexedFile:
         return hot
 
     def hot_records(self, decode: Decoder | None = None) -> Any:
-        """The compiled reader of this file's records (``HotRecords``: ``ds[i]`` and iteration in C, over
-        :meth:`hot_state`), each parsed by ``decode`` (default: in full), or None where it was not built or
-        the offsets are a compact index's (decoded by their own C). The default one is cached per object,
-        like the hot state."""
+        """The compiled reader of this memory-mapped file's records (``HotRecords``: ``ds[i]`` and iteration
+        in C, over :meth:`hot_state`), each parsed by ``decode`` (default: in full; a record that fails it
+        goes to the slow path of :meth:`record`) — or None: nothing compiled, another storage (read by
+        checked ranges), pages hinted ahead (:mod:`sjsonl.data.readahead`), or a compact index's offsets
+        (decoded by their own C). The default one is cached per object, like the hot state."""
         hot = self._hot_records if decode is None else None
-        if hot is None and HOT is not None:
-            buf, bounds, _, end = self.hot_state()
-            if isinstance(bounds, memoryview):
-                hot = HOT.HotRecords(buf, bounds, end, fast_loads if decode is None else decode)
-                if decode is None:
-                    self._hot_records = hot
-        return hot
+        if hot is not None or HOT is None or self.readahead:
+            return hot
+        if getattr(self.storage, "buffer", None) is None:
+            return None
+        buf, bounds, _, end = self.hot_state()
+        if not isinstance(bounds, memoryview):
+            return None
+        if decode is None:
+            hot = self._hot_records = HOT.HotRecords(buf, bounds, end, fast_loads, self._slow_decode)
+            return hot
+        return HOT.HotRecords(buf, bounds, end, decode, functools.partial(self._decode_one, decode))
 
     def read_spans(self, lo: int, hi: int, span_ends: list[int]) -> bytes:
         """Bytes ``[lo, hi)`` of a storage read by ranges, holding record spans that end at ``span_ends``
@@ -367,12 +372,10 @@ class IndexedFile:
         memory-mapped file read whole, in C with no Python frame per record (:meth:`hot_records`)."""
         hi = self.n if hi is None else hi
         projected = getattr(decode, "way", None) == "projected"  # a projection that measured skipping faster
-        if (decode is None or projected) and getattr(self.storage, "buffer", None) is not None:
-            one = None if decode is None else decode.project  # type: ignore[attr-defined]
-            hot = self.hot_records(one)
+        if decode is None or projected:
+            hot = self.hot_records(decode.project if projected else None)  # type: ignore[union-attr]
             if hot is not None:  # (lo..hi checked there: an IndexError, as a view's numbers would give)
-                slow = self._slow_decode if one is None else functools.partial(self._decode_one, one)
-                return hot.iter(lo, hi, slow, functools.partial(check_unchanged, self.storage))
+                return hot.iter(lo, hi, functools.partial(check_unchanged, self.storage))  # type: ignore[no-any-return]
         return self._iter_blocks(lo, hi, decode)
 
     def _decode_one(self, decode: Decoder, start: int, end: int) -> Any:
@@ -391,9 +394,6 @@ class IndexedFile:
                         rec = next(self._decode_each([(start, end)], decode, buf, base))
                     yield rec
                     start = end
-                continue
-            if decode is not None and getattr(decode, "way", None) == "projected":  # one generator less
-                yield from self._decode_each(itertools.pairwise(bounds), decode.project, buf, base)  # type: ignore[attr-defined]
                 continue
             if decode is not None:
                 yield from self.decode_spans(itertools.pairwise(bounds), decode, buf=buf, base=base)
