@@ -97,7 +97,7 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
     """
     fd, st = _open_index(index_path, trust_check)
     try:
-        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        identity = _identity(st)
         meta, trailer_len = _read_trailer(fd, st.st_size, index_path)
         if os.pread(fd, 8, 0) == PACKED_MAGIC:
             offsets: Any = open_packed(fd, st.st_size, meta, trailer_len, index_path)
@@ -117,6 +117,11 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
         _VERIFIED.add(identity)
         verified = True
     return IndexFile(offsets, meta, index_path, identity, verified)
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    """What names one version of an index file in :data:`_VERIFIED`: device, inode, size and times."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _open_index(index_path: str, trust_check: bool) -> tuple[int, os.stat_result]:
@@ -153,7 +158,7 @@ def check_by_reads(index_path: str) -> None:
     """
     fd, st = _open_index(index_path, True)
     try:
-        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        identity = _identity(st)
         if identity in _VERIFIED or os.pread(fd, 8, 0) == PACKED_MAGIC:
             return
         meta, trailer_len = _read_trailer(fd, st.st_size, index_path)
