@@ -143,3 +143,28 @@ def test_zip_member_index_names_are_injective(tmp_path: Path) -> None:
     again = JSONLDataset(path)  # every index found again, none rebuilt over another
     assert len(again) == 6000 and sorted(again.index_paths) == sorted(names)
     assert Counter(r["m"] for r in again[:]) == members
+
+
+def test_places_are_made_one_by_one_and_an_index_beside_the_data_skips_the_cache_path(tmp_path, monkeypatch):
+    """The private cache's name hashes the data's path (a tenth of a fresh process's first open): a lookup
+    that finds the index beside the data never makes it, and the order of the places is unchanged."""
+    from sjsonl.index import layout, packed
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n')
+    beside = str(tmp_path / "d.index.npy")
+    cache = cache_index_path(str(path), str(tmp_path / "xdg/sjsonl/index"))
+    expected = [beside, packed_index_path(beside), cache, packed_index_path(cache)]
+    assert packed.index_names(str(path), None) == expected
+    compact_first = list(packed.iter_index_names(str(path), None, compact=True))
+    assert compact_first[:2] == [packed_index_path(beside), beside]
+    JSONLDataset(path)  # writes the index beside the data
+
+    made: list[str] = []
+    real = layout.cache_index_path
+    monkeypatch.setattr(layout, "cache_index_path", lambda *a: made.append(a[0]) or real(*a))
+    ds = JSONLDataset(path)
+    assert ds._files[0].index_origin == "found" and ds[1] == {"a": 2} and made == []
+    os.remove(beside)
+    assert JSONLDataset(path)._files[0].index_origin == "built" and made[0] == str(path)  # looked there first

@@ -157,7 +157,8 @@ class JSONLDataset(_Lookup, Views, HFSurface):
     def _open(self) -> None:
         paths, policy, options = self._opening
         self._files = open_data_files(paths, **options)
-        self._bounds = np.cumsum([0] + [len(f) for f in self._files], dtype=np.int64)
+        # (accumulate, not np.cumsum: its first call costs ~40 µs of a fresh process's first open)
+        self._bounds = np.array([0, *itertools.accumulate(len(f) for f in self._files)], dtype=np.int64)
         self._single = self._files[0] if len(self._files) == 1 else None
         self._order: IndexMap | None = None
         self._len = int(self._bounds[-1])

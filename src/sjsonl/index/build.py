@@ -31,7 +31,13 @@ from sjsonl.index.layout import (
     index_dir_from_env,
     seek_state_path,
 )
-from sjsonl.index.packed import PACKED_SUFFIX, explicit_is_compact, format_on_disk, index_names, wants_compact
+from sjsonl.index.packed import (
+    PACKED_SUFFIX,
+    explicit_is_compact,
+    format_on_disk,
+    iter_index_names,
+    wants_compact,
+)
 from sjsonl.index.scan import CHUNK_BYTES, DataChangedWhileScanning, offset_dtype, scan_file, scan_stream
 from sjsonl.index.store import (
     meta_of,
@@ -198,7 +204,8 @@ def find_index(
     offsets to the caller (see :func:`~sjsonl.index.store.read_index`). In each place the plain
     ``.index.npy`` is tried before the compact ``.index.packed`` (the reverse with ``compact=True``);
     only one of them is normally there, as writing one removes the other."""
-    paths = [_explicit(index_path)] if index_path else index_names(storage.path, index_dir, compact)
+    # one by one: the private cache's path is made only if the index is not found before it
+    paths = [_explicit(index_path)] if index_path else iter_index_names(storage.path, index_dir, compact)
     quick = storage.stamp(fingerprint=False)  # a stat, or one HEAD request for a remote object
     full: DataStamp | None = None  # with the fingerprint: computed only when everything else matches
     problems: list[str] = []

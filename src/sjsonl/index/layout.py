@@ -16,6 +16,7 @@ import json
 import os
 import stat
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,8 +283,19 @@ def candidate_index_paths(data_path: str, index_dir: str | None = None) -> list[
     """Where the index of ``data_path`` may be read from and written to, in order of preference.
 
     Places other users can write are left out (with a warning, once), the private cache taking their
-    place."""
-    private = cache_index_path(data_path, default_cache_dir())
+    place.
+
+    Example:
+        >>> candidate_index_paths("/d/t.jsonl")[0]
+        '/d/t.index.npy'
+    """
+    return list(iter_candidate_index_paths(data_path, index_dir))
+
+
+def iter_candidate_index_paths(data_path: str, index_dir: str | None = None) -> Iterator[str]:
+    """:func:`candidate_index_paths` one by one: the private cache's path (a hash of the data's path) is
+    made only if the places before it are passed over — a lookup that finds the index beside the data
+    skips it, which is a tenth of a fresh process's first open."""
     chosen = index_dir_from_env(index_dir)
     if chosen is not None:
         # (the build layer has already refused the data file itself as the place)
@@ -292,20 +304,21 @@ def candidate_index_paths(data_path: str, index_dir: str | None = None) -> list[
                 f"the index directory {chosen} (index_dir= or $SJSONL_INDEX_DIR) exists and is not a "
                 "directory: name a directory for indexes"
             )
-        wanted = [cache_index_path(data_path, chosen)]
+        wanted = cache_index_path(data_path, chosen)
     elif is_url(data_path):
-        return [private]
+        yield cache_index_path(data_path, default_cache_dir())
+        return
     else:
-        wanted = [default_index_path(data_path), private]
-    out = []
-    for path in wanted:
-        directory = os.path.dirname(path)
-        reason = untrusted_reason(directory)
-        if reason is None:
-            out.append(path)
-        elif path != private:
-            warn_untrusted(directory, reason, os.path.dirname(private))
-    return out if private in out else [*out, private]
+        wanted = default_index_path(data_path)
+    directory = os.path.dirname(wanted)
+    reason = untrusted_reason(directory)
+    if reason is None:
+        yield wanted
+    else:
+        warn_untrusted(directory, reason, default_cache_dir())
+    private = cache_index_path(data_path, default_cache_dir())
+    if private != wanted:
+        yield private  # always the last place, whatever its mode
 
 
 def _fail(path: str, why: str) -> IndexFileError:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ from sjsonl.index.layout import (
     IndexMeta,
     _fail,
     artifact_path,
-    candidate_index_paths,
+    iter_candidate_index_paths,
 )
 from sjsonl.index.packed_codec import MAX_WIDTH, POS_BITS, NumpyView, encode
 from sjsonl.storage import map_readonly
@@ -114,11 +115,15 @@ def index_names(data_path: str, index_dir: str | None, compact: bool | None = No
         >>> [os.path.basename(p) for p in index_names("/d/t.jsonl", "/tmp/ix")]  # doctest: +ELLIPSIS
         ['t-....index.npy', 't-....index.packed']
     """
-    out = []
-    for place in candidate_index_paths(data_path, index_dir):
-        pair = [place, packed_index_path(place)]
-        out += pair[::-1] if compact else pair
-    return out
+    return list(iter_index_names(data_path, index_dir, compact))
+
+
+def iter_index_names(data_path: str, index_dir: str | None, compact: bool | None = None) -> Iterator[str]:
+    """:func:`index_names` one by one, each place made only when the ones before it are passed over
+    (:func:`~sjsonl.index.layout.iter_candidate_index_paths`)."""
+    for place in iter_candidate_index_paths(data_path, index_dir):
+        pair = (place, packed_index_path(place))
+        yield from pair[::-1] if compact else pair
 
 
 def format_on_disk(data_path: str, index_dir: str | None) -> bool | None:

@@ -39,13 +39,12 @@ def default_limit() -> int:
         >>> 8 <= default_limit() <= 4096
         True
     """
+    # sysconf, not resource.getrlimit: the same soft limit without importing a module at the first open
     try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
+        soft = os.sysconf("SC_OPEN_MAX")
+    except (OSError, ValueError):
         return 256
-    if soft == resource.RLIM_INFINITY or soft <= 0:
+    if soft <= 0:  # unlimited or unknown
         return 4096
     return max(8, min(4096, soft // 4))
 
