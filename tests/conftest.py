@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import tempfile
 import uuid
@@ -14,6 +16,7 @@ from hypothesis import settings
 
 # 🤗 must never reach the network, and must not write into the user's home.
 _HF_HOME = tempfile.mkdtemp(prefix="sjsonl-hf-")
+atexit.register(shutil.rmtree, _HF_HOME, ignore_errors=True)  # a run leaves nothing behind in /tmp
 os.environ.setdefault("HF_HOME", _HF_HOME)
 os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(_HF_HOME, "datasets"))
 os.environ["HF_DATASETS_OFFLINE"] = "1"
