@@ -6,6 +6,7 @@ place, a refresh, a pickled copy, a compact index)."""
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import pickle
 
@@ -127,6 +128,29 @@ def test_hot_records_refuses_what_it_cannot_read():
     assert len(hot) == 2 and hot.get(0) == b"[1]\n" and hot.get(-1) == b"[22]\n"
     with pytest.raises(IndexError):
         hot.get(2)
+
+
+def test_a_guarded_map_is_sliced_through_its_c_api_exactly_as_through_its_slices(tmp_path):
+    """HotRecords slices a GuardedMap through the map's `_read_api` capsule (no slice object): the same
+    bytes as ``m[a:b]``, clamped at the map's end the same way, and the same error once the file is cut."""
+    from sjsonl.storage import _guarded
+
+    data = b"".join(b'{"k": %04d}\n' % k for k in range(1000))  # 12 bytes each: three pages
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(data)
+    starts = np.array([0, 12, 24, 8800, len(data) - 3, len(data) + 5], dtype=np.uint64)
+    with open(path, "rb") as f:
+        m = _guarded.GuardedMap(f.fileno(), len(data))
+    hot = HOT.HotRecords(m, starts.data, len(data) + 20, bytes, max)
+    bounds = [*starts.tolist(), len(data) + 20]
+    assert type(_guarded._read_api).__name__ == "PyCapsule"
+    assert [hot.get(i) for i in range(len(starts))] == [m[a:b] for a, b in itertools.pairwise(bounds)]
+    assert hot.get(0) == b'{"k": 0000}\n' and hot.get(4) == data[-3:] and hot.get(5) == b""
+    with open(path, "r+b") as f:
+        f.truncate(100)  # the pages behind record 3 are gone: a read of them is an error, not SIGBUS
+    with pytest.raises(OSError, match="could not read bytes"):
+        hot.get(3)
+    assert hot.get(1) == m[12:24] == b'{"k": 0001}\n'
 
 
 def test_iteration_in_c_gives_the_python_blocks_records(tmp_path):

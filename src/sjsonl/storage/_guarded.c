@@ -13,6 +13,8 @@
  *       len(m)
  *       m.count_newlines(a, b) -> int    b'\n' in [a, b), under the guard
  *       m.check()             calls `check` now
+ *   The capsule `_read_api` (a `GuardedReadAPI`) lets other extensions (`sjsonl.data._hot`) take `m[a:b]`
+ *   with no slice object: the same version check, bounds and guarded copy, for two C integers.
  *   `check` is a callable that raises when the file no longer holds the mapped version; slicing calls it
  *   at most every `interval_s` seconds (a monotonic coarse clock is read on each slice, a few ns), so a
  *   change in place that keeps the file's size is noticed within that interval.
@@ -37,7 +39,7 @@
 /* non-NULL while this thread copies from a map; initial-exec: no lazy allocation inside the handler */
 static __thread sigjmp_buf *volatile armed __attribute__((tls_model("initial-exec"))) = NULL;
 static struct sigaction previous_bus;
-static int installed = 0;
+static volatile sig_atomic_t passed_on = 0; /* unguarded faults handed to the previous handler */
 
 static void on_sigbus(int sig, siginfo_t *info, void *context) {
     sigjmp_buf *env = armed;
@@ -46,15 +48,34 @@ static void on_sigbus(int sig, siginfo_t *info, void *context) {
         siglongjmp(*env, 1); /* SA_NODEFER: the signal is not left blocked after the jump */
     }
     /* Not a guarded copy: put the previous handler back and return; the faulting instruction runs again
-     * and faults under it (the default action ends the process, as without this module). */
-    sigaction(SIGBUS, &previous_bus, NULL);
+     * and faults under it (the default action ends the process, as without this module). Should the fault
+     * come back here — two handlers that each hand it to the other (ours re-installed over one that
+     * chains to us) — the default action ends it, so a fault never loops. */
+    if (passed_on++ == 0) {
+        sigaction(SIGBUS, &previous_bus, NULL);
+    } else {
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof fallback);
+        fallback.sa_handler = SIG_DFL;
+        sigaction(SIGBUS, &fallback, NULL);
+    }
     (void)sig;
     (void)info;
     (void)context;
 }
 
+/* Make on_sigbus the SIGBUS handler if it is not (any more): a library may install its own after ours —
+ * MindSpore does when a pipeline starts, a handler that ends the process — and a guarded copy must still
+ * reach ours. The handler found becomes the previous one, to which unguarded faults go. Called for every
+ * new map and at every version check (at most every `interval_s` of reading), so a map made before
+ * another handler took over is guarded again within that interval: one sigaction(2) each time. */
 static int install_handler(void) {
-    if (installed) return 0;
+    struct sigaction current;
+    if (sigaction(SIGBUS, NULL, &current) != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_sigbus) return 0;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_sigaction = on_sigbus;
@@ -64,7 +85,7 @@ static int install_handler(void) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
     }
-    installed = 1;
+    passed_on = 0; /* a new chain: its first unguarded fault goes to the handler found */
     return 0;
 }
 
@@ -129,6 +150,7 @@ static int maybe_check(GuardedMap *self) {
     int64_t now = coarse_now_ns();
     if (now < self->next_check_ns) return 0;
     self->next_check_ns = now + self->interval_ns;
+    if (install_handler() < 0) return -1;
     return run_check(self);
 }
 
@@ -219,6 +241,21 @@ static PyObject *GuardedMap_subscript(GuardedMap *self, PyObject *key) {
     if (guarded_copy((char *)&byte, self->base + i, 1) < 0) return fault(self, i, i + 1);
     return PyLong_FromLong(byte);
 }
+
+/* m[lo:hi] for C callers (the `_read_api` capsule): as GuardedMap_subscript with a slice of step 1. */
+static PyObject *read_range(PyObject *map, Py_ssize_t lo, Py_ssize_t hi) {
+    GuardedMap *self = (GuardedMap *)map;
+    if (maybe_check(self) < 0) return NULL;
+    PySlice_AdjustIndices(self->length, &lo, &hi, 1);
+    return copy_range(self, lo, hi);
+}
+
+typedef struct {
+    PyTypeObject *type;
+    PyObject *(*read_range)(PyObject *map, Py_ssize_t lo, Py_ssize_t hi);
+} GuardedReadAPI;
+
+static GuardedReadAPI read_api = {NULL, read_range};
 
 static PyObject *GuardedMap_count_newlines(GuardedMap *self, PyObject *args) {
     Py_ssize_t lo, hi;
@@ -345,6 +382,13 @@ PyMODINIT_FUNC PyInit__guarded(void) {
     Py_INCREF(&FileMapType);
     if (PyModule_AddObject(m, "FileMap", (PyObject *)&FileMapType) < 0) {
         Py_DECREF(&FileMapType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    read_api.type = &GuardedMapType;
+    PyObject *api = PyCapsule_New(&read_api, "sjsonl.storage._guarded._read_api", NULL);
+    if (api == NULL || PyModule_AddObject(m, "_read_api", api) < 0) {
+        Py_XDECREF(api);
         Py_DECREF(m);
         return NULL;
     }
