@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import os
 import pickle
 
 import numpy as np
@@ -151,6 +152,28 @@ def test_a_guarded_map_is_sliced_through_its_c_api_exactly_as_through_its_slices
     with pytest.raises(OSError, match="could not read bytes"):
         hot.get(3)
     assert hot.get(1) == m[12:24] == b'{"k": 0001}\n'
+
+
+def test_a_dataset_let_go_is_freed_with_its_map_and_descriptor(tmp_path):
+    """A HotRecords holds its file's slow path (a bound method of the file that holds it): a cycle, which
+    the cyclic GC must be able to free — it could not, and every dataset dropped kept its file, map and
+    descriptor (the cold benchmark found it: its data stayed mapped, so out of reach of eviction)."""
+    import gc
+    import weakref
+
+    path = write(tmp_path, [b'{"id": %d, "x": NaN}\n' % k for k in range(3000)])
+    ds = JSONLDataset(path)
+    assert ds[5]["id"] == 5 and len(list(ds)) == 3000  # NaN: the slow path is used too
+    it = iter(ds)
+    next(it)
+    file = weakref.ref(ds._files[0])
+    assert isinstance(ds._files[0]._hot_records, HOT.HotRecords)
+    del ds, it
+    gc.collect()
+    assert file() is None
+    with open("/proc/self/maps") as maps:
+        assert str(path) not in maps.read()
+    assert str(path) not in [os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]
 
 
 def test_iteration_in_c_gives_the_python_blocks_records(tmp_path):

@@ -42,10 +42,26 @@ typedef struct {
     int width;         /* bytes per offset */
 } HotRecords;
 
+/* Collected by the cyclic GC: `slow` is a bound method of the file that holds this HotRecords (a cycle),
+   and without tp_traverse that cycle — with the file's map, offsets and descriptor — would never be freed. */
+static int HotRecords_traverse(HotRecords *self, visitproc visit, void *arg) {
+    Py_VISIT(self->data);
+    Py_VISIT(self->decode);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->offsets.obj);
+    return 0;
+}
+
+static int HotRecords_clear(HotRecords *self) {
+    Py_CLEAR(self->data);
+    Py_CLEAR(self->decode);
+    Py_CLEAR(self->slow);
+    return 0;
+}
+
 static void HotRecords_dealloc(HotRecords *self) {
-    Py_XDECREF(self->data);
-    Py_XDECREF(self->decode);
-    Py_XDECREF(self->slow);
+    PyObject_GC_UnTrack(self);
+    HotRecords_clear(self);
     if (self->offsets.obj != NULL) PyBuffer_Release(&self->offsets);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -115,6 +131,10 @@ static PyObject *slice_of(HotRecords *self, long long start, long long stop) {
 }
 
 static PyObject *record(HotRecords *self, Py_ssize_t i) {
+    if (self->data == NULL || self->decode == NULL || self->slow == NULL) { /* never initialised, or cleared */
+        PyErr_SetString(PyExc_ValueError, "HotRecords has nothing to read");
+        return NULL;
+    }
     long long start = offset_at(self, i);
     long long stop = i + 1 < self->n ? offset_at(self, i + 1) : self->end;
     PyObject *raw = slice_of(self, start, stop);
@@ -151,14 +171,26 @@ typedef struct {
     Py_ssize_t pos, hi, next_check;
 } RecordIter;
 
+static int RecordIter_traverse(RecordIter *self, visitproc visit, void *arg) {
+    Py_VISIT(self->hot);
+    Py_VISIT(self->check);
+    return 0;
+}
+
+static int RecordIter_clear(RecordIter *self) {
+    Py_CLEAR(self->hot);
+    Py_CLEAR(self->check);
+    return 0;
+}
+
 static void RecordIter_dealloc(RecordIter *self) {
-    Py_XDECREF(self->hot);
-    Py_XDECREF(self->check);
+    PyObject_GC_UnTrack(self);
+    RecordIter_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *RecordIter_next(RecordIter *self) {
-    if (self->pos >= self->hi) return NULL;
+    if (self->pos >= self->hi || self->hot == NULL) return NULL;
     if (self->pos >= self->next_check) {
         self->next_check = self->pos + CHECK_EVERY;
         if (self->check != Py_None) {
@@ -174,7 +206,9 @@ static PyTypeObject RecordIterType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sjsonl.data._hot.RecordIter",
     .tp_basicsize = sizeof(RecordIter),
     .tp_dealloc = (destructor)RecordIter_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)RecordIter_traverse,
+    .tp_clear = (inquiry)RecordIter_clear,
     .tp_doc = "Records of a HotRecords in file order (HotRecords.iter).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)RecordIter_next,
@@ -192,7 +226,7 @@ static PyObject *HotRecords_iter(HotRecords *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "check must be callable or None");
         return NULL;
     }
-    RecordIter *it = PyObject_New(RecordIter, &RecordIterType);
+    RecordIter *it = PyObject_GC_New(RecordIter, &RecordIterType);
     if (it == NULL) return NULL;
     Py_INCREF(self);
     it->hot = self;
@@ -201,6 +235,7 @@ static PyObject *HotRecords_iter(HotRecords *self, PyObject *args) {
     it->pos = lo;
     it->hi = hi;
     it->next_check = lo;
+    PyObject_GC_Track(it);
     return (PyObject *)it;
 }
 
@@ -217,7 +252,9 @@ static PyTypeObject HotRecordsType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sjsonl.data._hot.HotRecords",
     .tp_basicsize = sizeof(HotRecords),
     .tp_dealloc = (destructor)HotRecords_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)HotRecords_traverse,
+    .tp_clear = (inquiry)HotRecords_clear,
     .tp_doc = "HotRecords(data, offsets, end, decode, slow): records of one file, read by number in C.",
     .tp_methods = HotRecords_methods,
     .tp_as_sequence = &HotRecords_as_sequence,
