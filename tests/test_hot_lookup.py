@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import math
 import os
 import pickle
@@ -229,3 +230,58 @@ def test_a_projection_that_skips_iterates_in_c_and_locates_errors(tmp_path):
     with pytest.raises(RecordDecodeError) as err:
         next(it)
     assert err.value.line == 1_501 and "UTF-8" in str(err.value)
+
+
+def test_a_projection_in_c_gives_what_project_gives_record_by_record(tmp_path):
+    """The projected way in C (FieldProjection.steps: struct decode, UTF-8 check, struct -> dict) against
+    project() on every record: columns present, missing, null, nested, big ints, NaN (the slow path),
+    records that are not objects, escapes msgspec declines, invalid UTF-8 in a skipped field."""
+    lines = [b'{"id": %d, "t": "%s", "n": {"k": [1, 2]}}\n' % (k, b"y" * (k % 7)) for k in range(3_000)]
+    lines[3] = b'{"t": "no id"}\n'
+    lines[4] = b'{"id": null, "n": 18446744073709551616}\n'
+    lines[5] = b'{"id": NaN, "t": "x"}\n'
+    lines[6] = b'{"id": 6, "t": "\\ud800"}\n'
+    lines[7] = b'{"id": 7, "id": 8}\n'
+    lines[8] = b'{"id": 9, "t": "caf\\u00e9 \xe8\xae\xad"}\n'
+    path = write(tmp_path, lines)
+    sel = JSONLDataset(path).select_columns(["id", "n"])
+    decode = sel._decode
+    decode._full, decode._probe = False, None  # the projected way, whatever was measured
+    assert decode.steps() is not None
+    f = sel._files[0]
+    assert type(f.iter_records(decode=decode)).__name__ == "RecordIter"
+    got = list(sel)
+    python = [decode.project(f.raw(i)) for i in range(len(f))]
+    assert repr(got) == repr(python)  # (repr: NaN != NaN)
+    assert got[3] == {"id": None, "n": None} and got[7] == {"id": 8, "n": None}
+    assert got[4]["n"] == 18446744073709551616 and math.isnan(got[5]["id"])
+
+
+def test_hot_records_check_and_convert_steps():
+    data = b"[1]\n[2]\n[3]\n[4]\n"
+    starts = np.array([0, 4, 8, 12], dtype=np.uint8).data
+
+    def slow(a, b):
+        return ("slow", data[a:b])
+
+    def check(raw):
+        if raw == b"[3]\n":
+            raise ValueError("a check that fails is the slow path's to decide")
+        return raw != b"[2]\n"
+
+    def convert(value):
+        if value == [4]:
+            raise KeyError("so is a conversion that fails")
+        return {"v": value[0]}
+
+    hot = HOT.HotRecords(data, starts, len(data), json.loads, slow, check, convert)
+    assert [hot.get(i) for i in range(4)] == [
+        {"v": 1},
+        ("slow", b"[2]\n"),
+        ("slow", b"[3]\n"),
+        ("slow", b"[4]\n"),
+    ]
+    assert list(hot.iter(0, 4, None)) == [hot.get(i) for i in range(4)]
+    assert HOT.HotRecords(data, starts, len(data), json.loads, slow, None, None).get(1) == [2]
+    with pytest.raises(TypeError):
+        HOT.HotRecords(data, starts, len(data), json.loads, slow, "not callable")

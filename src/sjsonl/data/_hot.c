@@ -8,7 +8,9 @@
 
    A `HotRecords` reads one memory-mapped file's records (`IndexedFile.hot_records`): `get(i)` and `iter()`
    share one step, `record()`, whose record that fails the fast parse goes to the file's own slow path (NaN,
-   which json.loads reads; an error to locate), exactly as the Python path does.
+   which json.loads reads; an error to locate), exactly as the Python path does. A projection gives its
+   parse as three calls (`FieldProjection.steps`: struct decode, `check` of the skipped bytes' UTF-8,
+   `convert` to a dict); a record whose check is false, or whose conversion raised, takes the slow path.
 
    `Lookup` is the base type of `sjsonl.JSONLDataset`. Its `[]` (mp_subscript) serves a plain int key in
    range when the dataset's `_hot` attribute holds a `HotRecords` — set by the dataset for one file read
@@ -36,6 +38,8 @@ typedef struct {
     PyObject *data;    /* sliced: data[start:end] -> bytes */
     PyObject *decode;  /* bytes -> record */
     PyObject *slow;    /* (start, end) -> record: one whose parse raised (NaN, or an error to locate) */
+    PyObject *check;   /* optional: bytes -> bool, false sends the record to `slow` (skipped bytes' UTF-8) */
+    PyObject *convert; /* optional: parsed value -> record (a projection's struct -> dict) */
     Py_buffer offsets; /* record starts, any unsigned or signed integer width */
     Py_ssize_t n;      /* records */
     long long end;     /* end of the last record */
@@ -48,7 +52,10 @@ static int HotRecords_traverse(HotRecords *self, visitproc visit, void *arg) {
     Py_VISIT(self->data);
     Py_VISIT(self->decode);
     Py_VISIT(self->slow);
-    Py_VISIT(self->offsets.obj);
+    Py_VISIT(self->check);
+    Py_VISIT(self->convert);
+    /* not offsets.obj: the buffer is released in dealloc, so its exporter must stay alive (and uncleared)
+       until then — an exporter the GC could clear (a memoryview) would be released twice */
     return 0;
 }
 
@@ -56,6 +63,8 @@ static int HotRecords_clear(HotRecords *self) {
     Py_CLEAR(self->data);
     Py_CLEAR(self->decode);
     Py_CLEAR(self->slow);
+    Py_CLEAR(self->check);
+    Py_CLEAR(self->convert);
     return 0;
 }
 
@@ -67,17 +76,19 @@ static void HotRecords_dealloc(HotRecords *self) {
 }
 
 static int HotRecords_init(HotRecords *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"data", "offsets", "end", "decode", "slow", NULL};
-    PyObject *data, *offsets, *decode, *slow;
+    static char *kwlist[] = {"data", "offsets", "end", "decode", "slow", "check", "convert", NULL};
+    PyObject *data, *offsets, *decode, *slow, *check = Py_None, *convert = Py_None;
     long long end;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLOO", kwlist, &data, &offsets, &end, &decode, &slow))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLOO|OO", kwlist, &data, &offsets, &end, &decode, &slow,
+                                     &check, &convert))
         return -1;
     if (self->offsets.obj != NULL) {
         PyErr_SetString(PyExc_TypeError, "HotRecords is initialised once");
         return -1;
     }
-    if (!PyCallable_Check(decode) || !PyCallable_Check(slow)) {
-        PyErr_SetString(PyExc_TypeError, "decode and slow must be callable");
+    if (!PyCallable_Check(decode) || !PyCallable_Check(slow) || (check != Py_None && !PyCallable_Check(check)) ||
+        (convert != Py_None && !PyCallable_Check(convert))) {
+        PyErr_SetString(PyExc_TypeError, "decode and slow must be callable, check and convert callable or None");
         return -1;
     }
     if (PyObject_GetBuffer(offsets, &self->offsets, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
@@ -99,6 +110,8 @@ static int HotRecords_init(HotRecords *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->decode, decode);
     Py_INCREF(slow);
     Py_XSETREF(self->slow, slow);
+    Py_XSETREF(self->check, check == Py_None ? NULL : Py_NewRef(check));
+    Py_XSETREF(self->convert, convert == Py_None ? NULL : Py_NewRef(convert));
     return 0;
 }
 
@@ -140,7 +153,18 @@ static PyObject *record(HotRecords *self, Py_ssize_t i) {
     PyObject *raw = slice_of(self, start, stop);
     if (raw == NULL) return NULL;
     PyObject *value = PyObject_CallOneArg(self->decode, raw);
+    if (value != NULL && self->check != NULL) { /* e.g. the UTF-8 of the bytes a projection skipped */
+        PyObject *ok = PyObject_CallOneArg(self->check, raw);
+        int truth = ok == NULL ? -1 : PyObject_IsTrue(ok);
+        Py_XDECREF(ok);
+        if (truth <= 0) Py_CLEAR(value);
+        if (truth == 0) { /* not an error of the check: the slow path decides */
+            Py_DECREF(raw);
+            return PyObject_CallFunction(self->slow, "LL", start, stop);
+        }
+    }
     Py_DECREF(raw);
+    if (value != NULL && self->convert != NULL) Py_SETREF(value, PyObject_CallOneArg(self->convert, value));
     if (value != NULL || !PyErr_ExceptionMatches(PyExc_Exception)) return value;
     PyErr_Clear();
     return PyObject_CallFunction(self->slow, "LL", start, stop);
@@ -255,7 +279,8 @@ static PyTypeObject HotRecordsType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)HotRecords_traverse,
     .tp_clear = (inquiry)HotRecords_clear,
-    .tp_doc = "HotRecords(data, offsets, end, decode, slow): records of one file, read by number in C.",
+    .tp_doc = "HotRecords(data, offsets, end, decode, slow, check=None, convert=None): records of one file, read "
+              "by number in C.",
     .tp_methods = HotRecords_methods,
     .tp_as_sequence = &HotRecords_as_sequence,
     .tp_init = (initproc)HotRecords_init,

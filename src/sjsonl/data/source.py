@@ -234,12 +234,13 @@ class IndexedFile:
             hot = self._hot = (buf, self.offsets.data, self.n - 1, self.end)
         return hot
 
-    def hot_records(self, decode: Decoder | None = None) -> Any:
+    def hot_records(self, decode: Decoder | None = None, steps: tuple | None = None) -> Any:
         """The compiled reader of this memory-mapped file's records (``HotRecords``: ``ds[i]`` and iteration
         in C, over :meth:`hot_state`), each parsed by ``decode`` (default: in full; a record that fails it
         goes to the slow path of :meth:`record`) — or None: nothing compiled, another storage (read by
         checked ranges), pages hinted ahead (:mod:`sjsonl.data.readahead`), or a compact index's offsets
-        (decoded by their own C). The default one is cached per object, like the hot state."""
+        (decoded by their own C). The default one is cached per object, like the hot state. ``steps``:
+        ``decode`` as separate (parse, check, convert) calls (:meth:`.FieldProjection.steps`)."""
         hot = self._hot_records if decode is None else None
         if hot is not None or HOT is None or self.readahead:
             return hot
@@ -251,7 +252,11 @@ class IndexedFile:
         if decode is None:
             hot = self._hot_records = HOT.HotRecords(buf, bounds, end, fast_loads, self._slow_decode)
             return hot
-        return HOT.HotRecords(buf, bounds, end, decode, functools.partial(self._decode_one, decode))
+        slow = functools.partial(self._decode_one, decode)
+        if steps is not None:  # decode's work as separate compiled calls (FieldProjection.steps)
+            parse, check, convert = steps
+            return HOT.HotRecords(buf, bounds, end, parse, slow, check, convert)
+        return HOT.HotRecords(buf, bounds, end, decode, slow)
 
     def read_spans(self, lo: int, hi: int, span_ends: list[int]) -> bytes:
         """Bytes ``[lo, hi)`` of a storage read by ranges, holding record spans that end at ``span_ends``
@@ -373,7 +378,7 @@ class IndexedFile:
         hi = self.n if hi is None else hi
         projected = getattr(decode, "way", None) == "projected"  # a projection that measured skipping faster
         if decode is None or projected:
-            hot = self.hot_records(decode.project if projected else None)  # type: ignore[union-attr]
+            hot = self.hot_records(decode.project, decode.steps()) if projected else self.hot_records()  # type: ignore[union-attr]
             if hot is not None:  # (lo..hi checked there: an IndexError, as a view's numbers would give)
                 return hot.iter(lo, hi, functools.partial(check_unchanged, self.storage))  # type: ignore[no-any-return]
         return self._iter_blocks(lo, hi, decode)
