@@ -260,6 +260,14 @@ MUTANTS = [
         ("tests/test_utf8_check.py", "tests/test_hot_lookup.py", "-k", "projection"),
     ),
     Mutant(
+        "compiled-projection-skips-utf8-check",
+        "select_columns iterated in C returns records whose skipped fields are not UTF-8",
+        "src/sjsonl/records/fields.py",
+        "        return self._decoder.decode, _valid_utf8, self._from_struct",
+        "        return self._decoder.decode, bool, self._from_struct",
+        ("tests/test_hot_lookup.py", "-k", "projection"),
+    ),
+    Mutant(
         "index-crc-ignored",
         "an index whose offsets fail their checksum is used (the checks made at open or on the thread)",
         "src/sjsonl/index/store.py",
