@@ -195,6 +195,26 @@ def test_a_same_size_rewrite_that_moves_boundaries_blames_the_data_not_the_index
         ds[20]  # the decode fails at once, and the data file is checked before the index is blamed
 
 
+@pytest.mark.parametrize("mmap", [True, False])
+def test_a_rewrite_within_the_stamps_clock_tick_blames_the_data_not_the_index(tmp_path, mmap):
+    """A rewrite in place within one tick of the file system's clock keeps size, mtime and ctime, so the
+    stamp cannot see it (a test churning the file under reads met it as an IndexFileError). Before bytes
+    that do not fit the index are blamed on it, the indexed bytes are hashed again."""
+    from dataclasses import replace
+
+    path = tmp_path / "d.jsonl"
+    old = version(0, 50)
+    path.write_bytes(old)
+    ds = JSONLDataset(path, mmap=mmap)
+    assert ds[7]["i"] == 7
+    _rewrite_in_place(path, b"   " + old[:-3])  # the same size, every line three bytes later
+    storage = ds._files[0].storage
+    st = os.stat(path)
+    storage.pin(replace(storage.pinned, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns))  # the same tick
+    with pytest.raises(StaleDataError, match=r"rewritten in place \(the indexed bytes differ\)"):
+        ds[20]
+
+
 def test_an_edit_with_its_mtime_set_back_is_caught_at_open_and_by_an_open_dataset(tmp_path):
     path = tmp_path / "d.jsonl"
     old = version(0, 10_000)  # the middle lies outside the head and tail that are fingerprinted

@@ -96,12 +96,15 @@ def iter_blocks(
         block_lo += len(bounds) - 1
 
 
-def check_unchanged(storage: Storage) -> None:
+def check_unchanged(storage: Storage, *, content: bool = False) -> None:
     """Raise :class:`~sjsonl.errors.StaleDataError` if the local file behind ``storage`` (itself, or the one
     a decompressor reads) was truncated or rewritten in place since it was indexed (one ``fstat`` when
     nothing changed). Called per batch and per block of iteration, whose slices of a memory map are not
-    checked one by one, and before any error that would blame the data or the index."""
-    check = getattr(storage, "check_unchanged", None)
+    checked one by one, and before any error that would blame the data or the index. ``content``: the
+    indexed bytes of a local file hashed again too — before an index is blamed for bytes that do not fit
+    it, since a rewrite within the clock tick of the stamp keeps its size, mtime and ctime."""
+    name = "check_content" if content and hasattr(storage, "check_content") else "check_unchanged"
+    check = getattr(storage, name, None)
     if check is None:
         check = getattr(getattr(storage, "source", None), "check_unchanged", None)
     if check is not None:
@@ -276,6 +279,7 @@ class IndexedFile:
             data = self.storage.read(lo, hi)
             if ends_lines(data, lo, span_ends, self.end):
                 return data
+        check_unchanged(self.storage, content=True)
         raise IndexFileError(f"index {self.index_path} does not match {self.path}: {why} (a corrupt index)")
 
     def record(self, i: int, decode: Decoder | None = None) -> Any:
@@ -308,6 +312,7 @@ class IndexedFile:
         view = byte_view(self.storage)
         after_bom = start == 3 and view[0:3] == b"\xef\xbb\xbf"
         if start > 0 and view[start - 1 : start] != b"\n" and not after_bom:
+            check_unchanged(self.storage, content=True)
             return IndexFileError(
                 f"index {self.index_path} does not match {self.path}: its offset {start} is not the start of "
                 "a line (a corrupt index); delete it to rebuild"
