@@ -125,10 +125,7 @@ static inline long long offset_at(HotRecords *self, Py_ssize_t i) {
     }
 }
 
-/* Record i (0 <= i < n), or NULL with an exception set. A record whose parse raised an Exception goes to
-   slow(start, end) (NaN, which json.loads reads; an error to locate); an error of the read itself (a
-   changed file) is raised as it is — the map checks the file's version at most every 0.1 s, so a read again
-   might not see it. */
+/* data[start:stop]: the guarded map's own C slice (no ints, no slice object), else a Python slice. */
 static PyObject *slice_of(HotRecords *self, long long start, long long stop) {
     if (guarded != NULL && Py_IS_TYPE(self->data, guarded->type))
         return guarded->read_range(self->data, (Py_ssize_t)start, (Py_ssize_t)stop);
@@ -143,8 +140,21 @@ static PyObject *slice_of(HotRecords *self, long long start, long long stop) {
     return raw;
 }
 
+/* 1 if check(raw) is true; else 0 with an exception set — its own, or a ValueError for a false answer. */
+static int passes(PyObject *check, PyObject *raw) {
+    PyObject *ok = PyObject_CallOneArg(check, raw);
+    int truth = ok == NULL ? -1 : PyObject_IsTrue(ok);
+    Py_XDECREF(ok);
+    if (truth == 0) PyErr_SetString(PyExc_ValueError, "the record failed its check");
+    return truth > 0;
+}
+
+/* Record i (0 <= i < n), or NULL with an exception set. A record whose parse, check or conversion raised an
+   Exception (or whose check was false) goes to slow(start, end): NaN, which json.loads reads; skipped bytes
+   that are not UTF-8; an error to locate. An error of the read itself (a changed file) is raised as it is —
+   the map checks the file's version at most every 0.1 s, so a read again might not see it. */
 static PyObject *record(HotRecords *self, Py_ssize_t i) {
-    if (self->data == NULL || self->decode == NULL || self->slow == NULL) { /* never initialised, or cleared */
+    if (self->data == NULL) { /* never initialised, or cleared by the GC */
         PyErr_SetString(PyExc_ValueError, "HotRecords has nothing to read");
         return NULL;
     }
@@ -153,16 +163,7 @@ static PyObject *record(HotRecords *self, Py_ssize_t i) {
     PyObject *raw = slice_of(self, start, stop);
     if (raw == NULL) return NULL;
     PyObject *value = PyObject_CallOneArg(self->decode, raw);
-    if (value != NULL && self->check != NULL) { /* e.g. the UTF-8 of the bytes a projection skipped */
-        PyObject *ok = PyObject_CallOneArg(self->check, raw);
-        int truth = ok == NULL ? -1 : PyObject_IsTrue(ok);
-        Py_XDECREF(ok);
-        if (truth <= 0) Py_CLEAR(value);
-        if (truth == 0) { /* not an error of the check: the slow path decides */
-            Py_DECREF(raw);
-            return PyObject_CallFunction(self->slow, "LL", start, stop);
-        }
-    }
+    if (value != NULL && self->check != NULL && !passes(self->check, raw)) Py_CLEAR(value);
     Py_DECREF(raw);
     if (value != NULL && self->convert != NULL) Py_SETREF(value, PyObject_CallOneArg(self->convert, value));
     if (value != NULL || !PyErr_ExceptionMatches(PyExc_Exception)) return value;

@@ -32,6 +32,7 @@ from sjsonl.index.background import BackgroundCheck
 from sjsonl.index.packed import Offsets, PackedOffsets, prefix_crc32
 from sjsonl.index.store import read_index
 from sjsonl.records.decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, second_look
+from sjsonl.records.fields import FieldProjection
 from sjsonl.storage import Storage, byte_view, open_storage
 
 
@@ -237,14 +238,13 @@ class IndexedFile:
             hot = self._hot = (buf, self.offsets.data, self.n - 1, self.end)
         return hot
 
-    def hot_records(self, decode: Decoder | None = None, steps: tuple | None = None) -> Any:
+    def hot_records(self, projection: FieldProjection | None = None) -> Any:
         """The compiled reader of this memory-mapped file's records (``HotRecords``: ``ds[i]`` and iteration
-        in C, over :meth:`hot_state`), each parsed by ``decode`` (default: in full; a record that fails it
-        goes to the slow path of :meth:`record`) — or None: nothing compiled, another storage (read by
+        in C, over :meth:`hot_state`), each parsed in full (a record that fails goes to the slow path of
+        :meth:`record`) or by ``projection``'s steps — or None: nothing compiled, another storage (read by
         checked ranges), pages hinted ahead (:mod:`sjsonl.data.readahead`), or a compact index's offsets
-        (decoded by their own C). The default one is cached per object, like the hot state. ``steps``:
-        ``decode`` as separate (parse, check, convert) calls (:meth:`.FieldProjection.steps`)."""
-        hot = self._hot_records if decode is None else None
+        (decoded by their own C). The full one is cached per object, like the hot state."""
+        hot = self._hot_records if projection is None else None
         if hot is not None or HOT is None or self.readahead:
             return hot
         if getattr(self.storage, "buffer", None) is None:
@@ -252,14 +252,12 @@ class IndexedFile:
         buf, bounds, _, end = self.hot_state()
         if not isinstance(bounds, memoryview):
             return None
-        if decode is None:
+        if projection is None:
             hot = self._hot_records = HOT.HotRecords(buf, bounds, end, fast_loads, self._slow_decode)
             return hot
-        slow = functools.partial(self._decode_one, decode)
-        if steps is not None:  # decode's work as separate compiled calls (FieldProjection.steps)
-            parse, check, convert = steps
-            return HOT.HotRecords(buf, bounds, end, parse, slow, check, convert)
-        return HOT.HotRecords(buf, bounds, end, decode, slow)
+        parse, check, convert = projection.steps()
+        slow = functools.partial(self._decode_one, projection.project)
+        return HOT.HotRecords(buf, bounds, end, parse, slow, check, convert)
 
     def read_spans(self, lo: int, hi: int, span_ends: list[int]) -> bytes:
         """Bytes ``[lo, hi)`` of a storage read by ranges, holding record spans that end at ``span_ends``
@@ -381,9 +379,9 @@ class IndexedFile:
         """Records ``lo..hi`` in file order: block-wise offsets, no per-record index arithmetic — for a
         memory-mapped file read whole, in C with no Python frame per record (:meth:`hot_records`)."""
         hi = self.n if hi is None else hi
-        projected = getattr(decode, "way", None) == "projected"  # a projection that measured skipping faster
-        if decode is None or projected:
-            hot = self.hot_records(decode.project, decode.steps()) if projected else self.hot_records()  # type: ignore[union-attr]
+        # in full, or by a projection that measured skipping faster: in C where the file allows it
+        if decode is None or (isinstance(decode, FieldProjection) and decode.way == "projected"):
+            hot = self.hot_records(decode)
             if hot is not None:  # (lo..hi checked there: an IndexError, as a view's numbers would give)
                 return hot.iter(lo, hi, functools.partial(check_unchanged, self.storage))  # type: ignore[no-any-return]
         return self._iter_blocks(lo, hi, decode)

@@ -99,6 +99,10 @@ def _struct(tree: dict[str, Any], name: str, default: Any = msgspec.UNSET) -> ty
     return msgspec.defstruct(name, fields, rename=rename)
 
 
+#: (parse, check, convert): see :meth:`FieldProjection.steps`.
+Steps = tuple[Callable[[Any], Any], Callable[[Any], object] | None, Callable[[Any], Any] | None]
+
+
 def _literal_picker(columns: Sequence[str], from_struct: bool = False) -> Callable[[Any], dict]:
     """``lambda v: {"a": v.get("a"), …}`` for these columns — or, ``from_struct``, ``{"a": v.f0, …}`` from
     the decoded :func:`_struct` — : a dict display is about 6× faster than a loop over them, which matters
@@ -223,13 +227,14 @@ class FieldProjection:
             pass
         return self._from_full(raw)
 
-    def steps(self) -> tuple[Callable[[Any], Any], Callable[[Any], bool], Callable[[Any], dict]] | None:
-        """:meth:`project` of top-level columns as three calls a compiled reader makes itself, no Python
-        frame between them: the struct decode, the UTF-8 check of the bytes it skipped (false, or a decode
-        error: the record goes through :meth:`project`, which decides), the struct's fields as a dict — or
-        None where they do not apply (nested paths, another missing policy, no compiled check)."""
+    def steps(self) -> Steps:
+        """:meth:`project` as (parse, check, convert): calls a compiled reader makes itself, no Python frame
+        between them — for top-level columns the struct decode, the UTF-8 check of the bytes it skipped
+        (false, or any error: the record goes through :meth:`project`, which decides) and the struct's
+        fields as a dict; else ``(project, None, None)`` (nested paths, another missing policy, no
+        compiled check)."""
         if self._decoder is None or self._from_struct is None or NATIVE_UTF8 is None:
-            return None
+            return self.project, None, None
         return self._decoder.decode, _valid_utf8, self._from_struct
 
     def _from_value(self, obj: dict, tree: dict[str, Any], where: Path) -> dict[str, Any]:

@@ -296,9 +296,8 @@ class LocalFile:
         pinned = self.pinned
         if pinned is None or not pinned.content:
             return
-        with self.holding() as fd:
-            if content_hash(lambda lo, hi: os.pread(fd, hi - lo, lo), pinned.stored) != pinned.content:
-                raise self._stale("rewritten in place (the indexed bytes differ)")
+        if self.content_hash(pinned.stored) != pinned.content:
+            raise self._stale("rewritten in place (the indexed bytes differ)")
 
     def _stale(self, why: str) -> StaleDataError:
         return StaleDataError(f"{self.path} changed after it was indexed: {why}; reopen the dataset")
