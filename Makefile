@@ -11,7 +11,7 @@ PIP    := $(PY) -m pip install -q --disable-pip-version-check -c constraints-tes
 
 # setup.py builds the compiled newline scan, compact-index decoder and guarded map (optional: without a C
 # compiler their numpy twins and pread are used)
-$(VENV)/.core: pyproject.toml setup.py src/sjsonl/index/_newlines.c src/sjsonl/index/_packed.c src/sjsonl/storage/_guarded.c src/sjsonl/records/_utf8.c src/sjsonl/data/_hot.c constraints-test.txt
+$(VENV)/.core: pyproject.toml setup.py src/sjsonl/index/_newlines.c src/sjsonl/index/_packed.c src/sjsonl/storage/_guarded.c src/sjsonl/records/_utf8.c src/sjsonl/data/_hot.c src/sjsonl/data/packing/_plan.c constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e '.[progress]'
@@ -59,7 +59,7 @@ docs-serve: $(VENV)/.all
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 clean:
-	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so src/sjsonl/records/*.so src/sjsonl/data/*.so
+	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .ruff_cache .hypothesis src/sjsonl/index/*.so src/sjsonl/storage/*.so src/sjsonl/records/*.so src/sjsonl/data/*.so src/sjsonl/data/packing/*.so
 
 # The mutation run (tests/mutations/): one-line bugs put into a copy of the checkout one at a time, each
 # against the tests that must catch it; prints mutant | caught by | result, fails if any is missed.

@@ -1,12 +1,12 @@
-"""Builds sjsonl's five C extensions (everything else is in pyproject.toml): the newline scan, random
+"""Builds sjsonl's six C extensions (everything else is in pyproject.toml): the newline scan, random
 access into compact indexes, memory-mapped reads that raise instead of SIGBUS, UTF-8 validation without
-decoding, and ``ds[i]`` in one compiled step.
+decoding, ``ds[i]`` in one compiled step, and the bin packing of sequence packs.
 
 All are optional: without a C compiler the install still succeeds and sjsonl uses numpy instead, which
 gives the same offsets (``sjsonl.index.scan.NATIVE`` and ``sjsonl.index.packed.NATIVE`` say which runs),
 reads local files with ``pread`` instead of a guarded map (``sjsonl.storage.local.GUARDED``), and checks
 UTF-8 with ``bytes.decode`` (``sjsonl.records.decode.NATIVE_UTF8``), and serves ``ds[i]`` in Python
-(``sjsonl.data.dataset.HOT``).
+(``sjsonl.data.dataset.HOT``) and packs in Python (``sjsonl.data.packing.plan.NATIVE``).
 """
 
 from setuptools import Extension, setup
@@ -36,6 +36,12 @@ setup(
             ["src/sjsonl/records/_utf8.c"],
             optional=True,
             extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "sjsonl.data.packing._plan",
+            ["src/sjsonl/data/packing/_plan.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
         ),
         Extension(
             "sjsonl.index._packed",

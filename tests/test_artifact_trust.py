@@ -17,6 +17,7 @@ import pytest
 from sjsonl import JSONLDataset
 from sjsonl.index import store
 from sjsonl.records.badlines import BADLINES_MAGIC, CACHE_VERSION, badlines_path
+from sjsonl.data.packing.lengths import TOKENS_MAGIC, tokens_path
 from sjsonl.records.schema import CACHE_VERSION as SCHEMA_VERSION
 from sjsonl.records.schema import SCHEMA_MAGIC, infer_schema, schema_cache_path
 from sjsonl.storage import seekpoints
@@ -38,6 +39,16 @@ def _indexes_beside_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SJSONL_INDEX_DIR", raising=False)
 
 
+def _digits(text: str) -> list[int]:
+    return [int(c) for c in text]
+
+
+def _packed(path: Path) -> list[dict]:
+    """The data's packs (their token lengths are a sidecar: ``.index.tokens``)."""
+    ds = JSONLDataset(path, on_bad_lines="skip")
+    return ds.pack(4, tokenizer=_digits, column=lambda r: str(r["i"]), cache_key="digits", eos_token_id=9)[:]
+
+
 def _data(tmp_path: Path) -> Path:
     path = tmp_path / "d.jsonl"
     path.write_bytes(b"\n".join(LINES) + b"\n")
@@ -49,6 +60,7 @@ def _sidecars(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     path = _data(tmp_path)
     ds = JSONLDataset(path, on_bad_lines="skip")
     infer_schema(ds)
+    _packed(path)
     good = b"\n".join(line for line in LINES if line != b"{oops") + b"\n"
     (tmp_path / "g.jsonl.gz").write_bytes(gzip.compress(good))
     (tmp_path / "b.jsonl.bz2").write_bytes(bz2.compress(good))
@@ -57,6 +69,7 @@ def _sidecars(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     files = {
         "bad lines": badlines_path(index),
         "schema": schema_cache_path(index),
+        "token lengths": tokens_path(index),
         "gzip points": str(JSONLDataset(tmp_path / "g.jsonl.gz").index_paths[0])[:-4] + ".seekpoints",
         "bzip2 blocks": str(JSONLDataset(tmp_path / "b.jsonl.bz2").index_paths[0])[:-4] + ".seekpoints",
     }
@@ -69,11 +82,12 @@ def _open_all(tmp_path: Path, path: Path) -> None:
     ds = JSONLDataset(path, on_bad_lines="skip")
     assert ds[:] == GOOD and [b.line for b in ds.bad_lines] == [2]
     assert infer_schema(ds).column_names == ["i", "f", "s"]
+    assert [p["input_ids"] for p in _packed(path)] == [[0, 9, 2, 9], [3, 9]]
     for name in ("g.jsonl.gz", "b.jsonl.bz2"):
         assert JSONLDataset(tmp_path / name)[::-1] == GOOD[::-1]
 
 
-@pytest.mark.parametrize("kind", ["bad lines", "schema", "gzip points", "bzip2 blocks"])
+@pytest.mark.parametrize("kind", ["bad lines", "schema", "token lengths", "gzip points", "bzip2 blocks"])
 def test_a_sidecar_others_can_write_is_not_read(tmp_path: Path, kind: str) -> None:
     path, files = _sidecars(tmp_path)
     os.chmod(files[kind], 0o666)
@@ -81,7 +95,7 @@ def test_a_sidecar_others_can_write_is_not_read(tmp_path: Path, kind: str) -> No
         ArtifactWarning, match=r"not trusted: the index file is writable by other users \(mode 666\)"
     ):
         _open_all(tmp_path, path)
-    if kind in ("bad lines", "schema"):  # recomputed and saved again, as this user's
+    if kind in ("bad lines", "schema", "token lengths"):  # recomputed and saved again, as this user's
         assert os.stat(files[kind]).st_mode & 0o777 == 0o644
 
 
@@ -106,6 +120,7 @@ def test_every_sidecar_starts_with_its_magic(tmp_path: Path) -> None:
     assert heads == {
         "bad lines": BADLINES_MAGIC,
         "schema": SCHEMA_MAGIC,
+        "token lengths": TOKENS_MAGIC,
         "gzip points": seekpoints.GZIP_SEEK_MAGIC,
         "bzip2 blocks": seekpoints.BZIP2_SEEK_MAGIC,
     }

@@ -30,7 +30,7 @@ from typing import IO, Any
 import orjson
 
 from sjsonl.errors import SJSONLError
-from sjsonl.index.layout import LEGACY_META_SUFFIX, default_index_path, seek_state_path
+from sjsonl.index.layout import LEGACY_META_SUFFIX, artifact_path, default_index_path, seek_state_path
 from sjsonl.index.packed import index_names
 from sjsonl.records.badlines import badlines_path
 from sjsonl.records.decode import loads
@@ -49,6 +49,7 @@ def _sidecars(index_path: str) -> Iterator[tuple[str, str]]:
     yield seek_state_path(index_path), "the seek points"
     yield badlines_path(index_path), "the bad-lines file"
     yield schema_cache_path(index_path), "the schema file"
+    yield artifact_path(index_path, ".tokens"), "the token lengths file"
 
 
 def artifact_paths(data_path: str, index_dir: str | None) -> Iterator[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""Files kept beside an index (bad lines, schema, seek points): one container, trusted only as far as it is
+"""Files kept beside an index (bad lines, schema, token lengths, seek points): one container, trusted only as far as it is
 verified.
 
 What sjsonl reads besides the data decides what a record is as much as the index does, so every such file is
@@ -36,6 +36,7 @@ magic             kind           constant (in the module that owns the format)  
 ``SJSONLix`` (2)  plain index    ``sjsonl.index.store.TRAILER_MAGIC``             ``<stem>.index.npy``
 ``SJSONLbl``      bad lines      ``sjsonl.records.badlines.BADLINES_MAGIC``               ``.index.badlines``
 ``SJSONLsc``      schema         ``sjsonl.records.schema.SCHEMA_MAGIC``                   ``.index.schema``
+``SJSONLtl``      token lengths  ``sjsonl.data.packing.lengths.TOKENS_MAGIC``    ``.index.tokens``
 ``SJSONLgz``      gzip points    ``sjsonl.storage.seekpoints.GZIP_SEEK_MAGIC``    ``.index.seekpoints``
 ``SJSONLbz``      bzip2 blocks   ``sjsonl.storage.seekpoints.BZIP2_SEEK_MAGIC``   ``.index.seekpoints``
 ================  =============  ==============================================  =======================
@@ -68,7 +69,7 @@ import orjson
 from sjsonl.errors import ArtifactWarning as ArtifactWarning
 
 #: The first 8 bytes of every file sjsonl writes beside data, except the plain index (see the table above).
-ARTIFACT_MAGICS = (b"SJSONLpk", b"SJSONLbl", b"SJSONLsc", b"SJSONLgz", b"SJSONLbz")
+ARTIFACT_MAGICS = (b"SJSONLpk", b"SJSONLbl", b"SJSONLsc", b"SJSONLtl", b"SJSONLgz", b"SJSONLbz")
 #: The last 8 bytes of a plain ``.npy`` index (whose first bytes are numpy's ``b"\\x93NUMPY"``).
 INDEX_TRAILER_MAGIC = b"SJSONLix"
 

@@ -1,0 +1,187 @@
+/* Bin packing for sequence packs (sjsonl.data.packing.plan), compiled: which pack each piece goes to.
+ *
+ *   assign(sizes, capacity, best, decreasing) -> (bins, count)
+ *
+ * sizes: an int32 buffer, the token counts of the pieces in source order (each 1..capacity).
+ * best: best fit (the open pack with the least room that still holds the piece) rather than first fit
+ * (the lowest-numbered such pack). decreasing: place the pieces largest first (ties in source order)
+ * rather than in source order. Packs are numbered in the order they are opened.
+ * Returns bins (bytes holding one int32 pack number per piece, in source order) and the pack count.
+ *
+ * Best fit keeps, for each room r in 0..capacity, a stack of the open packs with exactly that room and a
+ * segment tree over r telling which rooms have any; a piece of size s takes the top pack of the smallest
+ * room >= s: O(log capacity) a piece. First fit keeps a segment tree over the packs holding their room
+ * (a max tree, grown by doubling): a piece descends to the leftmost pack with room >= s, O(log packs).
+ * The Python twin in plan.py gives the same bins (tests/test_pack_plan.py holds them to each other).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The order pieces are placed in: by size, largest first, ties in source order (a counting sort). */
+static int32_t *decreasing_order(const int32_t *sizes, Py_ssize_t n, int32_t capacity) {
+    Py_ssize_t *start = calloc((size_t)capacity + 2, sizeof(Py_ssize_t));
+    int32_t *order = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (!start || !order) {
+        free(start);
+        free(order);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) start[capacity - sizes[i] + 1]++; /* slot 0 holds the largest */
+    for (int32_t k = 1; k <= capacity + 1; k++) start[k] += start[k - 1];
+    for (Py_ssize_t i = 0; i < n; i++) order[start[capacity - sizes[i]]++] = (int32_t)i;
+    free(start);
+    return order;
+}
+
+static int best_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, int32_t capacity,
+                    int32_t *bins, Py_ssize_t *count) {
+    Py_ssize_t leaves = 1;
+    while (leaves < (Py_ssize_t)capacity + 1) leaves <<= 1;
+    /* tree[k]: how many open packs have a room in node k's range; rooms are leaves 0..capacity */
+    Py_ssize_t *tree = calloc((size_t)(2 * leaves), sizeof(Py_ssize_t));
+    int32_t *head = malloc(((size_t)capacity + 1) * sizeof(int32_t)); /* top pack of each room's stack */
+    int32_t *below = malloc((size_t)(n ? n : 1) * sizeof(int32_t));    /* the pack under it, per pack */
+    int32_t *room = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (!tree || !head || !below || !room) {
+        free(tree);
+        free(head);
+        free(below);
+        free(room);
+        return -1;
+    }
+    for (int32_t r = 0; r <= capacity; r++) head[r] = -1;
+    Py_ssize_t packs = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t i = order ? order[k] : k;
+        int32_t s = sizes[i];
+        int32_t pack = -1;
+        /* the smallest room r >= s with an open pack: walk up from leaf s, then down the leftmost branch */
+        Py_ssize_t node = leaves + s;
+        if (!tree[node]) {
+            while (node > 1 && (node & 1 || !tree[node + 1])) node >>= 1;
+            if (node > 1) {
+                node += 1;
+                while (node < leaves) node = tree[2 * node] ? 2 * node : 2 * node + 1;
+            } else {
+                node = 0;
+            }
+        }
+        if (node) {
+            int32_t r = (int32_t)(node - leaves);
+            pack = head[r];
+            head[r] = below[pack];
+            for (Py_ssize_t x = node; x; x >>= 1) tree[x]--;
+        } else {
+            pack = (int32_t)packs++;
+            room[pack] = capacity;
+        }
+        bins[i] = pack;
+        int32_t left = room[pack] -= s;
+        if (left > 0) { /* a full pack takes no more pieces: it leaves the structure */
+            below[pack] = head[left];
+            head[left] = pack;
+            for (Py_ssize_t x = leaves + left; x; x >>= 1) tree[x]++;
+        }
+    }
+    free(tree);
+    free(head);
+    free(below);
+    free(room);
+    *count = packs;
+    return 0;
+}
+
+static int first_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, int32_t capacity,
+                     int32_t *bins, Py_ssize_t *count) {
+    Py_ssize_t leaves = 1024;
+    int32_t *tree = calloc((size_t)(2 * leaves), sizeof(int32_t)); /* max room in each node's range */
+    if (!tree) return -1;
+    Py_ssize_t packs = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t i = order ? order[k] : k;
+        int32_t s = sizes[i];
+        Py_ssize_t node = 1;
+        if (tree[1] < s) { /* no open pack holds it: open one (leaves of unopened packs hold 0) */
+            if (packs == leaves) { /* grow: the old tree becomes the left half of a tree twice as wide */
+                int32_t *grown = calloc((size_t)(4 * leaves), sizeof(int32_t));
+                if (!grown) {
+                    free(tree);
+                    return -1;
+                }
+                for (Py_ssize_t level = leaves; level >= 1; level >>= 1)
+                    memcpy(grown + 2 * level, tree + level, (size_t)level * sizeof(int32_t));
+                grown[1] = grown[2];
+                free(tree);
+                tree = grown;
+                leaves *= 2;
+            }
+            node = leaves + packs++;
+            tree[node] = capacity;
+        } else {
+            while (node < leaves) node = tree[2 * node] >= s ? 2 * node : 2 * node + 1;
+        }
+        bins[i] = (int32_t)(node - leaves);
+        tree[node] -= s;
+        for (node >>= 1; node; node >>= 1) {
+            int32_t a = tree[2 * node], b = tree[2 * node + 1];
+            tree[node] = a > b ? a : b;
+        }
+    }
+    free(tree);
+    *count = packs;
+    return 0;
+}
+
+static PyObject *mod_assign(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int capacity, best, decreasing;
+    if (!PyArg_ParseTuple(args, "y*ipp", &view, &capacity, &best, &decreasing)) return NULL;
+    Py_ssize_t n = view.len / (Py_ssize_t)sizeof(int32_t);
+    const int32_t *sizes = view.buf;
+    if (capacity < 1 || view.len % (Py_ssize_t)sizeof(int32_t)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "assign() takes int32 sizes and a capacity >= 1");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (sizes[i] < 1 || sizes[i] > capacity) {
+            PyBuffer_Release(&view);
+            PyErr_Format(PyExc_ValueError, "piece %zd has size %d, outside 1..%d", i, (int)sizes[i], capacity);
+            return NULL;
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (!out) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int32_t *bins = (int32_t *)PyBytes_AS_STRING(out);
+    Py_ssize_t count = 0;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    int32_t *order = decreasing ? decreasing_order(sizes, n, capacity) : NULL;
+    if (decreasing && !order)
+        failed = 1;
+    else
+        failed = (best ? best_fit : first_fit)(sizes, order, n, capacity, bins, &count) != 0;
+    free(order);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&view);
+    if (failed) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    return Py_BuildValue("(Nn)", out, count);
+}
+
+static PyMethodDef module_methods[] = {
+    {"assign", mod_assign, METH_VARARGS, "assign(sizes, capacity, best, decreasing) -> (bins, count)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_plan", NULL, -1, module_methods};
+
+PyMODINIT_FUNC PyInit__plan(void) { return PyModule_Create(&module); }

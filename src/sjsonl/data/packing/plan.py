@@ -1,0 +1,241 @@
+"""The plan of a packed dataset: which (document, token range) pieces make each pack — a pure function of
+the documents' token lengths, ``seq_len``, the strategy and what happens to documents longer than a pack.
+
+Strategies:
+
+- ``"bfd"`` — best-fit decreasing (the default: least padding). Pieces are placed largest first (ties in
+  source order), each into the open pack with the least room that still holds it, else into a new pack.
+- ``"first_fit"`` — pieces in source order, each into the lowest-numbered pack that holds it: packs keep
+  roughly the source order (use it over an already shuffled view), at a little more padding.
+- ``"wrapped"`` — concatenate-then-split (TRL's name): documents laid end to end in source order and cut
+  every ``seq_len`` tokens, so no padding at all and documents cut at row ends; the last row may be shorter.
+
+A document longer than ``seq_len`` is cut into pieces of ``seq_len`` tokens and a remainder
+(``overflow="split"``, the default: every token of every document is in exactly one pack) or keeps only its
+first ``seq_len`` tokens (``overflow="truncate"``; :attr:`PackPlan.truncated` counts them). Documents with
+no tokens are in no pack (:attr:`PackPlan.empty` counts them). Within a pack, pieces are in source order.
+
+The bin strategies run in C (``_plan.c``, about 0.1 s for a million documents) with a Python twin giving the
+same packs where it is not built. A plan holds per piece a document number (int32 when it fits) and, only
+when some document is split, the piece's chunk number — about 4–8 bytes a document.
+
+Example:
+    >>> import numpy as np
+    >>> plan = plan_packs(np.array([3, 5, 2, 6, 1]), seq_len=8)
+    >>> len(plan), [plan.pieces(p) for p in range(len(plan))]
+    (3, [[(2, 0, 2), (3, 0, 6)], [(0, 0, 3), (1, 0, 5)], [(4, 0, 1)]])
+    >>> wrapped = plan_packs(np.array([3, 5, 2]), seq_len=4, strategy="wrapped")
+    >>> [wrapped.pieces(p) for p in range(len(wrapped))]
+    [[(0, 0, 3), (1, 0, 1)], [(1, 1, 5)], [(2, 0, 2)]]
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from sjsonl.errors import InvalidArgumentError
+
+try:
+    from sjsonl.data.packing import _plan as NATIVE  # type: ignore[attr-defined]
+except ImportError:  # no C compiler at install time: the Python twin below gives the same packs
+    NATIVE = None
+
+STRATEGIES = ("bfd", "first_fit", "wrapped")
+OVERFLOWS = ("split", "truncate")
+_INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class PackPlan:
+    """Which pieces make each pack: ``pieces(p)`` is pack ``p`` as ``(document, start, stop)`` token ranges.
+
+    ``lengths`` are the documents' token counts (the source's positions are the document numbers).
+    Bin strategies keep ``piece_doc``/``piece_chunk`` (in pack order) and ``bounds`` (pack ``p`` is pieces
+    ``bounds[p]:bounds[p+1]``); ``"wrapped"`` keeps only ``cumulative`` token counts.
+    """
+
+    seq_len: int
+    strategy: str
+    overflow: str
+    lengths: np.ndarray
+    bounds: np.ndarray | None = None
+    piece_doc: np.ndarray | None = None
+    piece_chunk: np.ndarray | None = None
+    cumulative: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        if self.cumulative is not None:
+            return -(-int(self.cumulative[-1]) // self.seq_len)
+        assert self.bounds is not None
+        return len(self.bounds) - 1
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in all packs (documents' tokens, less what ``truncate`` cut)."""
+        return int(np.minimum(self.lengths, self._cap).sum(dtype=np.int64))
+
+    @property
+    def truncated(self) -> int:
+        """Documents longer than ``seq_len`` that ``overflow="truncate"`` cut (0 under ``"split"``)."""
+        return int((self.lengths > self.seq_len).sum()) if self.overflow == "truncate" else 0
+
+    @property
+    def empty(self) -> int:
+        """Documents with no tokens (in no pack)."""
+        return int((self.lengths == 0).sum())
+
+    @property
+    def efficiency(self) -> float:
+        """Tokens ÷ (packs × ``seq_len``): 1.0 is no padding at all."""
+        return self.tokens / (len(self) * self.seq_len) if len(self) else 1.0
+
+    @property
+    def _cap(self) -> int:
+        return self.seq_len if self.overflow == "truncate" else np.iinfo(np.int64).max
+
+    def pieces(self, p: int) -> list[tuple[int, int, int]]:
+        """Pack ``p``: its ``(document, start, stop)`` token ranges, in order."""
+        s = self.seq_len
+        if self.cumulative is not None:
+            cum = self.cumulative
+            lo, hi = p * s, min((p + 1) * s, int(cum[-1]))
+            first = int(np.searchsorted(cum, lo, side="right")) - 1
+            out = []
+            for d in range(first, len(cum) - 1):
+                start, stop = max(lo, int(cum[d])), min(hi, int(cum[d + 1]))
+                if start >= hi:
+                    break
+                if stop > start:
+                    out.append((d, start - int(cum[d]), stop - int(cum[d])))
+            return out
+        assert self.bounds is not None and self.piece_doc is not None
+        lo, hi = int(self.bounds[p]), int(self.bounds[p + 1])
+        docs = self.piece_doc[lo:hi].tolist()
+        chunks = self.piece_chunk[lo:hi].tolist() if self.piece_chunk is not None else [0] * len(docs)
+        lengths = self.lengths[self.piece_doc[lo:hi]].tolist()
+        return [(d, c * s, min(length, (c + 1) * s)) for d, c, length in zip(docs, chunks, lengths)]
+
+
+def plan_packs(lengths: np.ndarray, seq_len: int, strategy: str = "bfd", overflow: str = "split") -> PackPlan:
+    """The packs of documents with these token ``lengths`` (see the module for the strategies).
+
+    Example:
+        >>> plan_packs(np.array([4, 9]), seq_len=4).pieces(1)
+        [(1, 0, 4)]
+        >>> plan_packs(np.array([9]), 4, overflow="truncate").tokens
+        4
+    """
+    if strategy not in STRATEGIES:
+        raise InvalidArgumentError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    if overflow not in OVERFLOWS:
+        raise InvalidArgumentError(f"overflow must be one of {', '.join(OVERFLOWS)}, not {overflow!r}")
+    if (
+        isinstance(seq_len, bool)
+        or not isinstance(seq_len, (int, np.integer))
+        or not 1 <= seq_len <= _INT32_MAX
+    ):
+        raise InvalidArgumentError(f"seq_len must be an integer in [1, 2**31), not {seq_len!r}")
+    s = int(seq_len)
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or (lengths.size and (lengths.dtype.kind not in "iu" or lengths.min() < 0)):
+        raise InvalidArgumentError("lengths must be a 1-D array of token counts >= 0")
+    if strategy == "wrapped":
+        kept = np.minimum(lengths, s) if overflow == "truncate" else lengths
+        cumulative = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(kept, out=cumulative[1:])
+        return PackPlan(s, strategy, overflow, lengths, cumulative=cumulative)
+    doc_type = np.int32 if len(lengths) <= _INT32_MAX else np.int64
+    if overflow == "split":
+        counts = -(-lengths.astype(np.int64) // s)  # pieces per document (0 for an empty one)
+        piece_doc = np.repeat(np.arange(len(lengths), dtype=doc_type), counts)
+        split = bool((counts > 1).any())
+        if split:
+            first = np.repeat(np.cumsum(counts) - counts, counts)
+            piece_chunk = (np.arange(len(piece_doc), dtype=np.int64) - first).astype(np.int32)
+            sizes = np.minimum(lengths[piece_doc] - piece_chunk.astype(np.int64) * s, s).astype(np.int32)
+        else:
+            piece_chunk, sizes = None, lengths[piece_doc].astype(np.int32)
+    else:
+        piece_doc = np.flatnonzero(lengths).astype(doc_type)
+        piece_chunk, sizes = None, np.minimum(lengths[piece_doc], s).astype(np.int32)
+    if len(sizes) > _INT32_MAX:
+        raise InvalidArgumentError(f"{len(sizes)} pieces: at most 2**31 - 1 can be packed at once")
+    order, bounds = group_pieces(sizes, s, best=strategy == "bfd", decreasing=strategy == "bfd")
+    del sizes
+    return PackPlan(
+        s,
+        strategy,
+        overflow,
+        lengths,
+        bounds=bounds,
+        piece_doc=piece_doc[order],
+        piece_chunk=None if piece_chunk is None else piece_chunk[order],
+    )
+
+
+def group_pieces(
+    sizes: np.ndarray, capacity: int, *, best: bool, decreasing: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces (of these ``sizes``, each 1..capacity) grouped by pack: ``(order, bounds)`` — pack ``p`` is
+    pieces ``order[bounds[p]:bounds[p+1]]``, in source order — placed by best or first fit, largest first
+    or in source order. Packs are numbered in the order they were opened."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int32)
+    if NATIVE is not None:
+        raw, count = NATIVE.assign(sizes, capacity, best, decreasing)
+        bins = np.frombuffer(raw, np.int32)
+    else:
+        bins_list, count = assign_py(sizes.tolist(), capacity, best, decreasing)
+        bins = np.array(bins_list, np.int32)
+    per_pack = np.bincount(bins, minlength=count)
+    bounds = np.zeros(count + 1, np.int64)
+    np.cumsum(per_pack, out=bounds[1:])
+    # a stable sort by pack: within a pack, pieces stay in source order
+    order = np.argsort(bins, kind="stable").astype(np.int32 if len(bins) <= _INT32_MAX else np.int64)
+    return order, bounds
+
+
+def assign_py(sizes: list[int], capacity: int, best: bool, decreasing: bool) -> tuple[list[int], int]:
+    """The Python twin of ``_plan.assign``: the pack of each piece (in source order) and the pack count.
+
+    Example:
+        >>> assign_py([3, 5, 2, 6, 1], 8, best=True, decreasing=True), assign_py([3, 5, 2], 8, False, False)
+        (([1, 1, 0, 0, 2], 3), ([0, 0, 1], 2))
+    """
+    n = len(sizes)
+    order = sorted(range(n), key=lambda i: -sizes[i]) if decreasing else range(n)
+    bins = [0] * n
+    room: list[int] = []
+    if best:
+        stacks: dict[int, list[int]] = {}  # room -> the open packs with exactly that room (a stack)
+        rooms: list[int] = []  # the rooms that have any, sorted
+        for i in order:
+            s = sizes[i]
+            k = bisect.bisect_left(rooms, s)
+            if k < len(rooms):
+                r = rooms[k]
+                pack = stacks[r].pop()
+                if not stacks[r]:
+                    del rooms[k]
+            else:
+                pack = len(room)
+                room.append(capacity)
+            bins[i] = pack
+            room[pack] -= s
+            left = room[pack]
+            if left > 0:
+                if not stacks.get(left):
+                    stacks[left] = []
+                    bisect.insort(rooms, left)
+                stacks[left].append(pack)
+        return bins, len(room)
+    for i in order:
+        s = sizes[i]
+        pack = next((p for p, r in enumerate(room) if r >= s), len(room))
+        if pack == len(room):
+            room.append(capacity)
+        bins[i] = pack
+        room[pack] -= s
+    return bins, len(room)
