@@ -43,7 +43,7 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 
 from sjsonl.data.transforms.protocol import RecordDataset
 from sjsonl.errors import InvalidArgumentError
-from sjsonl.sampling.distributed import shard_block
+from sjsonl.sampling.distributed import check_count, shard_block
 
 #: Virtual shards (slices of the order) when ``num_shards`` is not given, capped at the record count.
 DEFAULT_SHARDS = 64
@@ -90,8 +90,57 @@ class SJSONLExamplesIterable(_BaseExamplesIterable):
     def __len__(self) -> int:
         return len(self.positions(len(self.view())))
 
+    def layout(self) -> dict[str, Any]:
+        """What a saved position counts in: the records, the seed, the record-level shards taken and the
+        virtual shard count (the DataLoader worker split is 🤗's, and torchdata refuses another one)."""
+        seed = None if self.seed is None else int(self.seed)
+        shards = [[int(k), int(i), bool(c)] for k, i, c in self.shards]
+        return {"n": len(self.ds), "seed": seed, "shards": shards, "num_shards": self.total}
+
     def _init_state_dict(self) -> dict:
-        self._state_dict: dict[str, Any] = {"position": 0, "type": type(self).__name__}
+        self._state_dict: dict[str, Any] = {"position": 0, "type": type(self).__name__, **self.layout()}
+        return self._state_dict
+
+    def check_state(self, state: Any, length: int) -> int:
+        """The position of a saved state, checked as :func:`~sjsonl.sampling.check_state` checks the
+        samplers' (a one-line :class:`~sjsonl.InvalidArgumentError` naming the key): ``position`` an
+        integer in ``[0, length]``, the layout the same as this one's. A state saved before the layout
+        was recorded (``position`` and ``type`` only) loads as before."""
+        if not isinstance(state, dict):
+            raise InvalidArgumentError(f"cannot resume: a saved state is a dict, not {type(state).__name__}")
+        layout = self.layout()
+        expected = (
+            ["position", "type", *layout] if set(state) - {"position", "type"} else ["position", "type"]
+        )
+        missing = [k for k in expected if k not in state]
+        if missing:
+            raise InvalidArgumentError(
+                f"cannot resume: saved state has no {missing[0]!r} (expected the keys {', '.join(expected)})"
+            )
+        unknown = [k for k in state if k not in expected]
+        if unknown:
+            raise InvalidArgumentError(
+                f"cannot resume: saved state has an unknown key {unknown[0]!r} "
+                f"(expected only {', '.join(expected)})"
+            )
+        mine = {"type": type(self).__name__, **layout}
+        for key in expected[1:]:
+            got = (
+                [list(s) for s in state[key]]
+                if key == "shards" and isinstance(state[key], list)
+                else state[key]
+            )
+            if got != mine[key] or isinstance(got, bool) != isinstance(mine[key], bool):
+                raise InvalidArgumentError(
+                    f"cannot resume: saved state has {key}={state[key]!r} "
+                    f"but this object has {key}={mine[key]!r}"
+                )
+        return check_count("position", state["position"], upper=length)
+
+    def load_state_dict(self, state_dict: dict) -> dict:
+        position = self.check_state(state_dict, len(self))
+        self._init_state_dict()
+        self._state_dict["position"] = position
         return self._state_dict
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
@@ -149,6 +198,32 @@ class JSONLIterableDataset(datasets.IterableDataset):
 
     def __len__(self) -> int:
         return len(self.source)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """🤗's ``load_state_dict`` (the next pass of the saved epoch continues after the saved example; a
+        state of another epoch is not applied), with the state checked here and now: a state that is not
+        what ``state_dict()`` writes for this dataset, seed and shards raises a one-line
+        :class:`~sjsonl.InvalidArgumentError` naming the key, and the dataset is left as it was."""
+        if not isinstance(state_dict, dict):
+            raise InvalidArgumentError(
+                f"cannot resume: a saved state is a dict, not {type(state_dict).__name__}"
+            )
+        expected = ["examples_iterable", "epoch"]
+        missing = [k for k in expected if k not in state_dict]
+        unknown = [k for k in state_dict if k not in expected]
+        if missing:
+            raise InvalidArgumentError(
+                f"cannot resume: saved state has no {missing[0]!r} (expected the keys {', '.join(expected)})"
+            )
+        if unknown:
+            raise InvalidArgumentError(
+                f"cannot resume: saved state has an unknown key {unknown[0]!r} "
+                f"(expected only {', '.join(expected)})"
+            )
+        check_count("epoch", state_dict["epoch"])
+        # every DataLoader worker's share is part of this length: the exact bound is checked at iteration
+        self.source.check_state(state_dict["examples_iterable"], len(self.source.view()))
+        super().load_state_dict(state_dict)
 
     @property
     def column_names(self) -> list[str]:  # type: ignore[override]
