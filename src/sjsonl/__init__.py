@@ -53,6 +53,7 @@ from sjsonl.errors import (
     SplitError,
     StaleDataError,
     StaleIndexError,
+    UncheckedStateWarning,
     UntrustedIndexPlaceWarning,
 )
 from sjsonl.hf.load import load_dataset
@@ -86,6 +87,7 @@ __all__ = [
     "SplitError",
     "StaleDataError",
     "StaleIndexError",
+    "UncheckedStateWarning",
     "UntrustedIndexPlaceWarning",
     "__version__",
     "build_indexes",

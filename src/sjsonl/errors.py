@@ -376,6 +376,12 @@ class UntrustedIndexPlaceWarning(UserWarning):
     """An index place (directory or file) others can write was skipped for the private cache."""
 
 
+class UncheckedStateWarning(UserWarning):
+    """A resume state with nothing to check it against (torchdata's ``{"yielded": n}``) was taken as the
+    loading object's own configuration: a state saved over another dataset, seed or layout cannot be told
+    apart."""
+
+
 class IndexNotSavedWarning(UserWarning):
     """An index could not be written anywhere (read-only places, a full disk, a file size limit): it
     serves this process from memory and is built again by the next one."""

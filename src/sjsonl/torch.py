@@ -26,10 +26,11 @@ Example:
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sjsonl.errors import InvalidArgumentError, require
+from sjsonl.errors import InvalidArgumentError, UncheckedStateWarning, require
 
 require("torch", "torch")  # raises MissingDependencyError naming the extra when torch is absent
 
@@ -40,7 +41,14 @@ import torch.utils.data  # noqa: E402
 from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler  # noqa: E402
 
 from sjsonl.data.dataset import JSONLDataset  # noqa: E402
-from sjsonl.sampling.distributed import BLOCK, Cursor, iter_blocks, per_rank, shard_order  # noqa: E402
+from sjsonl.sampling.distributed import (  # noqa: E402
+    BLOCK,
+    Cursor,
+    check_count,
+    iter_blocks,
+    per_rank,
+    shard_order,
+)
 from sjsonl.sampling.elastic import carry_over, merge_worker_states, remaining, taken_after  # noqa: E402
 from sjsonl.sampling.permutation import Permutation  # noqa: E402
 
@@ -150,11 +158,57 @@ class DistributedSampler(_TorchDistributedSampler):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Make the next ``iter()`` continue the saved epoch — at this layout or another (any world size,
         any rank's state: see :mod:`sjsonl.sampling.elastic`). Another dataset, seed or ``shuffle`` raises
-        :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) naming what differs."""
+        :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) naming what differs.
+
+        A torchdata ``StatefulDistributedSampler`` state — ``{"yielded": n}``, or ``{"yielded": n,
+        "epoch": e}`` — is taken as this sampler's own configuration, ``n`` indices into its pass (so a
+        checkpoint from torchdata's sampler resumes here), with one :class:`~sjsonl.UncheckedStateWarning`:
+        such a state records no dataset, seed or layout, so nothing can be checked. Without ``epoch`` the
+        resume goes to the next pass whatever epoch ``set_epoch`` gives it, as torchdata's does; with it,
+        to epoch ``e`` as a state of this sampler's own. ``n`` past this rank's pass is refused.
+
+        Example:
+            >>> import warnings
+            >>> s = DistributedSampler(range(10), num_replicas=2, rank=0, shuffle=False)
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore")
+            ...     s.load_state_dict({"yielded": 3})
+            >>> list(s)   # positions 0, 2, 4, 6, 8 of the pass; 3 were handed out
+            [6, 8]
+        """
+        if isinstance(state_dict, dict) and set(state_dict) in ({"yielded"}, {"yielded", "epoch"}):
+            self._load_torchdata(state_dict)
+            return
         resume = carry_over(
             state_dict, self._dataset_identity(), self.num_replicas, bool(self.drop_last), self._cursor.epoch
         )
         self._cursor.resume_at(*resume)
+
+    def _load_torchdata(self, state: dict[str, Any]) -> None:
+        """A state with no identity (torchdata's ``StatefulDistributedSampler``'s): this rank's pass at this
+        layout, ``yielded`` in — checked only for its range."""
+        length = int(self.num_samples)
+        yielded = check_count("yielded", state["yielded"], upper=length)
+        epoch = check_count("epoch", state["epoch"]) if "epoch" in state else None
+        cursor = self._cursor
+        if epoch is None:  # torchdata's: the next pass, at whatever epoch it is given
+            cursor.resume_at(cursor.epoch, yielded, follow=True)
+        else:  # as a state of this sampler's own (an empty remainder keeps the epoch as set)
+            cursor.resume_at(epoch, yielded) if yielded < length else cursor.resume_at(cursor.epoch, length)
+        into = (
+            "the next pass, at the epoch set_epoch gives it"
+            if epoch is None
+            else f"the pass of epoch {epoch}"
+        )
+        identity = {**self._dataset_identity(), "num_replicas": self.num_replicas, "rank": self.rank}
+        described = ", ".join(f"{k}={v}" for k, v in {**identity, "drop_last": bool(self.drop_last)}.items())
+        warnings.warn(
+            f"loaded a state with no identity to check ({state!r}, as torchdata's StatefulDistributedSampler "
+            f"saves): it is taken as this sampler's own ({described}), {yielded} indices into {into}; "
+            "a state from DistributedSampler.state_dict() is checked against the dataset and layout",
+            UncheckedStateWarning,
+            stacklevel=2,
+        )
 
 
 def _done(cursor: Cursor) -> dict[str, Any]:

@@ -177,6 +177,7 @@ class Cursor:
         self._resume: tuple[int, int] | None = None  # (epoch, start) for the next begin()
         self._resume_done: tuple[int, tuple[int, ...]] = (0, ())
         self._held: tuple[int, int] | None = None  # a resume kept for a re-made iterator (begin(hold=True))
+        self._follows = False  # the pending resume goes to whatever epoch set_epoch chooses
 
     @property
     def pending(self) -> tuple[int, int] | None:
@@ -192,12 +193,20 @@ class Cursor:
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
         if self._resume is not None and self._resume[0] != self.epoch:
-            self._resume = None
+            moved = (self.epoch, self._resume[1]) if self._follows else None
+            if self._held is self._resume:
+                self._held = moved
+            self._resume = moved
 
-    def resume_at(self, epoch: int, start: int, consumed: int = 0, skipped: tuple[int, ...] = ()) -> None:
+    def resume_at(
+        self, epoch: int, start: int, consumed: int = 0, skipped: tuple[int, ...] = (), follow: bool = False
+    ) -> None:
         """Make the next pass the one of ``epoch`` that starts at ``start``, over its order after
-        ``consumed`` positions and without ``skipped``."""
+        ``consumed`` positions and without ``skipped``. ``follow``: the resume names no epoch of its own
+        (a torchdata ``StatefulDistributedSampler`` state), so ``set_epoch`` moves it to the epoch set
+        instead of dropping it."""
         self._resume, self._resume_done = (int(epoch), int(start)), (int(consumed), tuple(skipped))
+        self._follows = follow
 
     def begin(self, length: int, hold: bool = False) -> int:
         """Start a pass over ``length`` items; returns the position to start from.
