@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from sjsonl.data.document import open_data_files
+from sjsonl.data.packing.packable import Packable
 from sjsonl.data.source import HOT, IndexedFile
 from sjsonl.data.transforms import columns as _columns
 from sjsonl.data.transforms.pipeline import Pipeline
@@ -48,7 +49,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 _BLOCK = 8192
 
 
-class JSONLDataset(_Lookup, Views, HFSurface):
+class JSONLDataset(_Lookup, Views, HFSurface, Packable):
     """Records of one or more JSONL files, read on demand through a line index.
 
     Args:

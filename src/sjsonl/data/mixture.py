@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from sjsonl.data.packing.packable import Packable
 from sjsonl.data.transforms.export import iter_batches
 from sjsonl.data.views import Views, positions_of, read_positions
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError, out_of_range
@@ -80,7 +81,7 @@ class _Concatenation:
         return k, position - int(self.bounds[k])
 
 
-class MixtureDataset(Views):
+class MixtureDataset(Views, Packable):
     """Records drawn from several datasets: made by :func:`interleave_datasets` and
     :func:`concatenate_datasets` (see the module for the semantics).
 

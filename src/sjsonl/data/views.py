@@ -34,7 +34,6 @@ from sjsonl.sampling.elastic import shard_rest
 from sjsonl.sampling.maps import ArrayMap, ComposedMap, IdentityMap, IndexMap, RangeMap, RangesMap
 
 if TYPE_CHECKING:
-    from sjsonl.data.packing.packed import PackedDataset
     from sjsonl.data.prefetch import Prefetcher
 
 V = TypeVar("V", bound="Views")
@@ -191,30 +190,6 @@ class Views:
         """🤗 ``Dataset.batch``: a random-access dataset whose item ``b`` is records
         ``[b·batch_size, (b+1)·batch_size)`` as a dict of lists (:class:`BatchedDataset`)."""
         return BatchedDataset(self, batch_size, drop_last_batch)
-
-    def pack(
-        self, seq_len: int, tokenizer: Any = None, column: Any = "text", **options: Any
-    ) -> PackedDataset:
-        """Packed token sequences of these records' documents, for language-model training: a
-        :class:`~sjsonl.data.packing.PackedDataset` whose item is a dict of ``input_ids``, ``labels``,
-        ``position_ids`` and ``seq_lengths`` of at most ``seq_len`` tokens. ``tokenizer``: a 🤗 tokenizer or
-        a function ``str -> list[int]`` (``None`` when ``column`` holds token ids); ``column``: the field
-        with each document (or a function of the record). ``options``: ``strategy`` (``"bfd"``,
-        ``"first_fit"``, ``"wrapped"``), ``overflow`` (``"split"``, ``"truncate"``), ``eos_token_id``,
-        ``add_special_tokens``, ``padding``, … (see :mod:`sjsonl.data.packing.packed`).
-
-        Example:
-            >>> import os, tempfile
-            >>> from sjsonl import JSONLDataset
-            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
-            >>> _ = open(path, "w").write('{"text": "a b c"}\\n{"text": "d e"}\\n')
-            >>> words = lambda text: [ord(w) for w in text.split()]
-            >>> JSONLDataset(path).pack(7, tokenizer=words, eos_token_id=0)[0]["input_ids"]
-            [97, 98, 99, 0, 100, 101, 0]
-        """
-        from sjsonl.data.packing.packed import PackedDataset
-
-        return PackedDataset(self, seq_len, tokenizer=tokenizer, column=column, **options)
 
     def prefetch(self, prefetch: int = 8, threads: int | None = None) -> Prefetcher:
         """An ordered, resumable iterator over the items that reads up to ``prefetch`` items ahead on

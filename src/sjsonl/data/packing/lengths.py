@@ -37,6 +37,8 @@ import numpy as np
 
 from sjsonl.data.packing.tokens import DocumentTokens
 from sjsonl.data.views import read_positions
+from sjsonl.errors import ColumnNotFoundError, InvalidArgumentError
+from sjsonl.index import line_number_at
 from sjsonl.index.layout import artifact_path
 from sjsonl.records.fields import FieldProjection
 from sjsonl.runtime.parallel import ShippingError, map_in_order, pool_allowed, worker_count
@@ -153,20 +155,36 @@ def chunk_lengths(shared: tuple[Any, DocumentTokens], lo: int, hi: int) -> np.nd
     good = np.setdiff1d(np.arange(hi - lo, dtype=np.int64), bad, assume_unique=True) if len(bad) else None
     decode = FieldProjection([tokens.column]) if isinstance(tokens.column, str) else None
     records = f.iter_good_records(lo, hi) if decode is None else _projected(f, lo, hi, decode)
+    at = np.arange(lo, hi, dtype=np.int64) if good is None else good + lo  # the records, in file order
     lengths: list[int] = []
     block: list[Any] = []
     for rec in records:
         block.append(rec)
         if len(block) == _BLOCK:
-            lengths += tokens.lengths(block)
+            lengths += _measured(f, tokens, block, at[len(lengths) : len(lengths) + len(block)])
             block = []
     if block:
-        lengths += tokens.lengths(block)
+        lengths += _measured(f, tokens, block, at[len(lengths) :])
     if good is None:
         out[:] = lengths
     else:
         out[good] = lengths
     return out
+
+
+def _measured(f: Any, tokens: DocumentTokens, block: list[Any], records: np.ndarray) -> list[int]:
+    """``tokens.lengths(block)``; a record it cannot tokenize is named by file, line and record number (its
+    whole record read again: a projection holds only the column)."""
+    try:
+        return tokens.lengths(block)
+    except (ColumnNotFoundError, InvalidArgumentError):
+        for j in records.tolist():
+            try:
+                tokens.lengths([f.record(j)])
+            except (ColumnNotFoundError, InvalidArgumentError) as err:
+                line = line_number_at(f.storage, int(f.offsets[j]))
+                raise type(err)(f"{f.path}, line {line} (record {j}): {err}") from None
+        raise
 
 
 def _projected(f: Any, lo: int, hi: int, decode: FieldProjection) -> Any:

@@ -1,0 +1,224 @@
+"""Packing: sjsonl's ``ds.pack`` against 🤗 ``datasets`` + TRL's ``pack_dataset``, same corpus and tokenizer.
+
+The corpus is the "long" benchmark corpus (≈2 KB of text per record; 64 MiB, ``--quick`` 8 MiB), the tokenizer
+a byte-level BPE of 8,000 tokens trained here on its first 2,000 records (a 🤗 fast tokenizer). Measured:
+
+- **first batch from a fresh process state**: sjsonl (index + token-length pass + plan + the first pack) vs
+  🤗 (``load_dataset("json")`` into Arrow + ``map`` tokenization + EOS + TRL ``pack_dataset(strategy="bfd")``
+  + its first row), each into its own empty cache directory, with the bytes each writes beside the data;
+- **reopen**: the same ``pack`` again (index and lengths from their files), vs 🤗 loading its cached Arrow;
+- **the length pass vs the tokenizer alone** (``encode_batch`` over the same texts);
+- **a full pass over the packs** (tokens made when read) vs the tokenizer alone;
+- **padding efficiency** (tokens ÷ packs × seq_len): sjsonl's BFD, first fit and wrapped vs TRL's BFD, on the
+  same token lengths;
+- **planning alone** on 1M and 10M lognormal lengths (median 300 tokens): time and peak memory (tracemalloc).
+
+    python benchmarks/bench_packing.py [--quick]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from typing import Any
+
+import numpy as np
+import orjson
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import bench_main, corpus, figure
+
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+from sjsonl import JSONLDataset
+from sjsonl.data.packing.plan import plan_packs
+
+COLUMNS = ["benchmark", "variant", "median", "ratio", "note"]
+SEQ_LEN = 2048
+RUNS = 3
+
+
+def _tokenizer(path: str) -> Any:
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    with open(path, "rb") as f:
+        texts = [orjson.loads(next(f))["text"] for _ in range(2000)]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=8000,
+        special_tokens=["<unk>", "<pad>", "<eos>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    bpe.train_from_iterator(texts, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
+    )
+
+
+def _timed(fn) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def _bytes_under(root: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
+
+
+def _row(benchmark: str, variant: str, seconds: float, base: float | None, note: str = "") -> dict:
+    ratio = f"{seconds / base:.2f}x" if base else ""
+    return {
+        "benchmark": benchmark,
+        "variant": variant,
+        "median": f"{seconds:.3f} s",
+        "ratio": ratio,
+        "note": note,
+    }
+
+
+def _ours(path: str, tok: Any, work: str) -> tuple[float, float, int, Any]:
+    """(first pack fresh, reopen, bytes written, the packed dataset)."""
+    firsts, reopens = [], []
+    packed: Any = None
+    for r in range(RUNS):
+        index_dir = os.path.join(work, f"ours-{r}")
+        os.makedirs(index_dir)
+
+        def pack(index_dir: str = index_dir) -> Any:
+            out = JSONLDataset(path, index_dir=index_dir).pack(SEQ_LEN, tokenizer=tok)
+            out[0]
+            return out
+
+        t, packed = _timed(pack)
+        firsts.append(t)
+        reopens.append(_timed(pack)[0])
+    written = _bytes_under(os.path.join(work, "ours-0"))
+    return statistics.median(firsts), statistics.median(reopens), written, packed
+
+
+def _theirs(path: str, tok: Any, work: str) -> tuple[float, float, int, Any]:
+    import datasets
+    from trl import pack_dataset
+
+    datasets.disable_progress_bars()
+    eos = tok.eos_token_id
+
+    def tokenize(batch: dict) -> dict:
+        return {"input_ids": [[*ids, eos] for ids in tok(batch["text"])["input_ids"]]}
+
+    def route(cache_dir: str) -> Any:
+        ds = datasets.load_dataset("json", data_files=path, split="train", cache_dir=cache_dir)
+        ds = ds.map(tokenize, batched=True, remove_columns=ds.column_names)
+        packed = pack_dataset(ds, SEQ_LEN, strategy="bfd")
+        packed[0]
+        return packed
+
+    firsts, reopens = [], []
+    packed: Any = None
+    for r in range(RUNS):
+        cache_dir = os.path.join(work, f"theirs-{r}")
+        t, packed = _timed(lambda cache_dir=cache_dir: route(cache_dir))
+        firsts.append(t)
+        reopens.append(
+            _timed(lambda cache_dir=cache_dir: route(cache_dir))[0]
+        )  # Arrow and map results cached
+    written = _bytes_under(os.path.join(work, "theirs-0"))
+    return statistics.median(firsts), statistics.median(reopens), written, packed
+
+
+def _plan_rows(quick: bool) -> list[dict]:
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in [1_000_000] + ([] if quick else [10_000_000]):
+        lengths = np.maximum(1, rng.lognormal(np.log(300), 1.0, n)).astype(np.int64)
+        for strategy in ("bfd", "wrapped"):
+            t = statistics.median(
+                _timed(lambda s=strategy, x=lengths: plan_packs(x, SEQ_LEN, s))[0] for _ in range(RUNS)
+            )
+            tracemalloc.start()
+            plan = plan_packs(lengths, SEQ_LEN, strategy)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            label = f"{n // 1_000_000}M"
+            what = f"planning {label} documents (lognormal, median 300), {SEQ_LEN}-token packs, {strategy}"
+            figure(f"plan_{strategy}_{label}", t, "s", what=what, median_of=RUNS)
+            note = f"peak {peak / 2**20:.0f} MiB, efficiency {plan.efficiency:.4f}"
+            rows.append(_row("plan", f"{strategy}, {n:,} documents", t, None, note))
+    return rows
+
+
+def _texts(path: str) -> list[str]:
+    with open(path, "rb") as f:
+        return [orjson.loads(line)["text"] for line in f]
+
+
+def run(quick: bool) -> list[dict]:
+    path = str(corpus("long", (8 if quick else 64) << 20))
+    tok = _tokenizer(path)
+    texts = _texts(path)
+    backend = tok.backend_tokenizer
+    raw = statistics.median(_timed(lambda: backend.encode_batch(texts))[0] for _ in range(RUNS))
+    tokens = sum(len(e.ids) + 1 for e in backend.encode_batch(texts))
+    rows = [_row("tokenizer alone", f"encode_batch, {len(texts):,} documents, {tokens:,} tokens", raw, None)]
+    work = tempfile.mkdtemp(prefix="sjsonl-bench-pack-")
+    try:
+        first, reopen, ours_bytes, packed = _ours(path, tok, work)
+        t_first, t_reopen, theirs_bytes, trl = _theirs(path, tok, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    size = f"{os.path.getsize(path) >> 20} MiB, {len(texts):,} documents"
+    route = "🤗 load_dataset + map + TRL pack_dataset(bfd)"
+    figure("pack_first", first, "s", what=f"JSONL → first {SEQ_LEN}-token pack, fresh ({size})",
+           median_of=RUNS, baseline=route, baseline_value=t_first)  # fmt: skip
+    figure("pack_reopen", reopen, "s", what="the same pack again (index and token lengths from their files)",
+           median_of=RUNS, baseline="🤗 + TRL from its cache", baseline_value=t_reopen)  # fmt: skip
+    figure("pack_disk", ours_bytes / 1e6, "MB", what=f"bytes written to pack a corpus ({size})",
+           median_of=1, baseline="🤗 Arrow cache + TRL", baseline_value=theirs_bytes / 1e6)  # fmt: skip
+    rows += [
+        _row("first pack, fresh", "sjsonl: index + lengths + plan + pack 0", first, t_first,
+             f"writes {ours_bytes / 1e6:.1f} MB"),
+        _row("first pack, fresh", route, t_first, None, f"writes {theirs_bytes / 1e6:.1f} MB"),
+        _row("reopen", "sjsonl: pack again", reopen, t_reopen),
+        _row("reopen", "🤗 + TRL from cache", t_reopen, None),
+    ]  # fmt: skip
+    pass_time = statistics.median(
+        _timed(lambda: sum(len(p["input_ids"]) for p in packed))[0] for _ in range(RUNS)
+    )
+    what = f"a full pass over the {len(packed):,} packs, tokens made when read"
+    figure("pack_pass", pass_time, "s", what=what,
+           median_of=RUNS, baseline="the tokenizer's encode_batch alone", baseline_value=raw)  # fmt: skip
+    rows.append(
+        _row("full pass over packs", f"{len(packed):,} packs", pass_time, raw, "vs the tokenizer alone")
+    )
+    trl_eff = sum(len(x) for x in trl["input_ids"]) / (len(trl) * SEQ_LEN)
+    for strategy in ("bfd", "first_fit", "wrapped"):
+        eff = plan_packs(packed.plan.lengths, SEQ_LEN, strategy).efficiency
+        what = f"padding efficiency, {strategy}, seq_len {SEQ_LEN}"
+        figure(f"efficiency_{strategy}", eff * 100, "%", what=what,
+               median_of=1, baseline="TRL pack_dataset(bfd)", baseline_value=trl_eff * 100)  # fmt: skip
+        rows.append({"benchmark": "efficiency", "variant": f"sjsonl {strategy}", "median": f"{eff:.4f}"})
+    rows.append(
+        {
+            "benchmark": "efficiency",
+            "variant": "TRL bfd",
+            "median": f"{trl_eff:.4f}",
+            "note": f"{len(trl):,} packs",
+        }
+    )
+    for row in rows:
+        row.setdefault("ratio", "")
+        row.setdefault("note", "")
+    return rows + _plan_rows(quick)
+
+
+if __name__ == "__main__":
+    bench_main(__doc__, run, COLUMNS, "8 MiB corpus, 1M planning only")
