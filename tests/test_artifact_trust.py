@@ -15,9 +15,9 @@ import orjson
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.data.packing.lengths import TOKENS_MAGIC, tokens_path
 from sjsonl.index import store
 from sjsonl.records.badlines import BADLINES_MAGIC, CACHE_VERSION, badlines_path
-from sjsonl.data.packing.lengths import TOKENS_MAGIC, tokens_path
 from sjsonl.records.schema import CACHE_VERSION as SCHEMA_VERSION
 from sjsonl.records.schema import SCHEMA_MAGIC, infer_schema, schema_cache_path
 from sjsonl.storage import seekpoints

@@ -1,5 +1,5 @@
-"""Files kept beside an index (bad lines, schema, token lengths, seek points): one container, trusted only as far as it is
-verified.
+"""Files kept beside an index (bad lines, schema, token lengths, seek points): one container, trusted only as
+far as it is verified.
 
 What sjsonl reads besides the data decides what a record is as much as the index does, so every such file is
 held to the index's rules. Each is one container::
