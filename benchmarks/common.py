@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import statistics
@@ -245,3 +246,62 @@ def bench_main(
     print(markdown_table(rows, columns))
     print("\n" + figures_table(take_figures()))
     return rows
+
+
+# ------------------------------------------------------------------- the suites and their results files
+# (here, below run.py and readme_figures.py, which both use them)
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "benchmarks" / "results"
+RESULTS_MD = RESULTS_DIR / "RESULTS.md"
+
+SUITES = {
+    "core": ("bench_core", "Index build, random access, iteration, open time"),
+    "scan": ("bench_scan", "Index scan: compiled vs numpy fallback, against `wc -l`"),
+    "sampling": ("bench_sampling", "Shuffled iteration, DataLoader, 🤗 shuffled iteration"),
+    "mindspore": ("bench_mindspore", "Into MindSpore: sjsonl vs 🤗 + MindNLP-style adapter"),
+    "storage": ("bench_storage", "Compressed (.gz, seekable .zst) and remote (S3 via moto) vs local"),
+    "gzip": ("bench_gzip", "gzip backends: rapidgzip vs indexed_gzip (index build, random access, reopen)"),
+    "pipeline": ("bench_pipeline", "Mixtures, and background prefetch on a storage with 5 ms latency"),
+    "cold": ("bench_cold", "Cold page cache: random ds[i], shuffled passes, read-ahead, block shuffle"),
+    "decode": ("bench_decode", "Partial (fields=) and typed (schema=) decoding vs a full parse"),
+    "json_rules": ("bench_json_rules", "Decoding as json.loads does (NaN, duplicate keys): what it costs"),
+    "append": ("bench_append", "Reopening after a 1% append (index extended) vs a full index build"),
+    "billion": ("bench_billion", "10^9 records in 1,000 files: open time, memory, checked reads"),
+    "index_size": ("bench_index_size", "Compact vs plain index: bytes per record, build, ds[i], iteration"),
+    "safe_reads": (
+        "bench_safe_reads",
+        "The guarded memory map (the default read path) vs the raw mmap before",
+    ),
+    "versions": ("bench_versions", "Before and after “never a wrong record”: this checkout vs d36b2b4"),
+    "packing": ("bench_packing", "Packing: ds.pack vs 🤗 load_dataset + map + TRL pack_dataset"),
+    "parallel": (
+        "bench_parallel",
+        "Schema and bad-line passes: one process vs workers=2 (sjsonl.runtime.parallel)",
+    ),
+}
+
+#: Keys every results file has (``figures`` entries: value, unit, what, median_of; baseline optional).
+KEYS = ("suite", "title", "date", "commit", "machine", "quick", "columns", "rows", "figures")
+MACHINE_KEYS = ("cpus", "cpu", "memory_gib", "python", "numpy", "orjson", "msgspec", "os")
+
+
+def check(doc: dict, source: str) -> dict:
+    """``doc`` if it is a complete results document, else a ValueError naming ``source`` and what is wrong."""
+    missing = [k for k in KEYS if k not in doc] + [
+        f"machine.{k}" for k in MACHINE_KEYS if k not in doc["machine"]
+    ]
+    if missing:
+        raise ValueError(f"{source}: missing {', '.join(missing)}")
+    for key, fig in doc["figures"].items():
+        bad = [k for k in ("value", "unit", "what", "median_of") if k not in fig]
+        if bad or not isinstance(fig["value"], float) or not isinstance(fig["median_of"], int):
+            raise ValueError(f"{source}: figure {key!r} lacks a float value, unit, what or median_of")
+    return doc
+
+
+def load_results(directory: Path = RESULTS_DIR) -> dict[str, dict]:
+    """Every results document in ``directory``, by suite: SUITES' order, then any others by name."""
+    docs = {p.stem: check(json.loads(p.read_text()), str(p)) for p in directory.glob("*.json")}
+    order = [s for s in SUITES if s in docs] + sorted(s for s in docs if s not in SUITES)
+    return {s: docs[s] for s in order}

@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import HIGHER_IS_BETTER, LOWER_IS_BETTER, format_value, markdown_table
-from run import REPO, load_results
+from common import HIGHER_IS_BETTER, LOWER_IS_BETTER, REPO, format_value, load_results, markdown_table
 
 README = REPO / "README.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
@@ -56,6 +55,9 @@ KEYS = [
     "safe_reads.get_short",
     "core.first_open_short",
     "billion.open",
+    "packing.pack_first",
+    "packing.pack_disk",
+    "packing.efficiency_bfd",
 ]
 
 _SIZES = {"B/rec", "MB", "MiB"}

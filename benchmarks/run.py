@@ -26,41 +26,18 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import format_value, markdown_table, take_figures
+from common import (
+    REPO,
+    RESULTS_DIR,
+    RESULTS_MD,
+    SUITES,
+    format_value,
+    load_results,
+    markdown_table,
+    take_figures,
+)
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-RESULTS_DIR = HERE / "results"
-RESULTS_MD = RESULTS_DIR / "RESULTS.md"
-
-SUITES = {
-    "core": ("bench_core", "Index build, random access, iteration, open time"),
-    "scan": ("bench_scan", "Index scan: compiled vs numpy fallback, against `wc -l`"),
-    "sampling": ("bench_sampling", "Shuffled iteration, DataLoader, 🤗 shuffled iteration"),
-    "mindspore": ("bench_mindspore", "Into MindSpore: sjsonl vs 🤗 + MindNLP-style adapter"),
-    "storage": ("bench_storage", "Compressed (.gz, seekable .zst) and remote (S3 via moto) vs local"),
-    "gzip": ("bench_gzip", "gzip backends: rapidgzip vs indexed_gzip (index build, random access, reopen)"),
-    "pipeline": ("bench_pipeline", "Mixtures, and background prefetch on a storage with 5 ms latency"),
-    "cold": ("bench_cold", "Cold page cache: random ds[i], shuffled passes, read-ahead, block shuffle"),
-    "decode": ("bench_decode", "Partial (fields=) and typed (schema=) decoding vs a full parse"),
-    "json_rules": ("bench_json_rules", "Decoding as json.loads does (NaN, duplicate keys): what it costs"),
-    "append": ("bench_append", "Reopening after a 1% append (index extended) vs a full index build"),
-    "billion": ("bench_billion", "10^9 records in 1,000 files: open time, memory, checked reads"),
-    "index_size": ("bench_index_size", "Compact vs plain index: bytes per record, build, ds[i], iteration"),
-    "safe_reads": (
-        "bench_safe_reads",
-        "The guarded memory map (the default read path) vs the raw mmap before",
-    ),
-    "versions": ("bench_versions", "Before and after “never a wrong record”: this checkout vs d36b2b4"),
-    "parallel": (
-        "bench_parallel",
-        "Schema and bad-line passes: one process vs workers=2 (sjsonl.runtime.parallel)",
-    ),
-}
-
-#: Keys every results file has (``figures`` entries: value, unit, what, median_of; baseline optional).
-KEYS = ("suite", "title", "date", "commit", "machine", "quick", "columns", "rows", "figures")
-MACHINE_KEYS = ("cpus", "cpu", "memory_gib", "python", "numpy", "orjson", "msgspec", "os")
+__all__ = ["REPO", "RESULTS_DIR", "SUITES", "load_results", "main"]
 
 
 def machine() -> dict:
@@ -127,27 +104,6 @@ def run_suite(name: str, quick: bool, provenance: dict) -> dict:
         "rows": rows,
         "figures": take_figures(),
     }
-
-
-def check(doc: dict, source: str) -> dict:
-    """``doc`` if it is a complete results document, else a ValueError naming ``source`` and what is wrong."""
-    missing = [k for k in KEYS if k not in doc] + [
-        f"machine.{k}" for k in MACHINE_KEYS if k not in doc["machine"]
-    ]
-    if missing:
-        raise ValueError(f"{source}: missing {', '.join(missing)}")
-    for key, fig in doc["figures"].items():
-        bad = [k for k in ("value", "unit", "what", "median_of") if k not in fig]
-        if bad or not isinstance(fig["value"], float) or not isinstance(fig["median_of"], int):
-            raise ValueError(f"{source}: figure {key!r} lacks a float value, unit, what or median_of")
-    return doc
-
-
-def load_results(directory: Path = RESULTS_DIR) -> dict[str, dict]:
-    """Every results document in ``directory``, by suite: SUITES' order, then any others by name."""
-    docs = {p.stem: check(json.loads(p.read_text()), str(p)) for p in directory.glob("*.json")}
-    order = [s for s in SUITES if s in docs] + sorted(s for s in docs if s not in SUITES)
-    return {s: docs[s] for s in order}
 
 
 def provenance_line(doc: dict) -> str:

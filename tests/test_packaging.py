@@ -33,11 +33,19 @@ C_SOURCES = (
     "src/sjsonl/storage/_guarded.c",
     "src/sjsonl/records/_utf8.c",
     "src/sjsonl/data/_hot.c",
+    "src/sjsonl/data/packing/_plan.c",
 )
 #: The compiled modules of a wheel built by this interpreter (the build runs under it).
 EXTENSIONS = tuple(
     f"sjsonl/{module}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-    for module in ("index/_newlines", "index/_packed", "storage/_guarded", "records/_utf8", "data/_hot")
+    for module in (
+        "index/_newlines",
+        "index/_packed",
+        "storage/_guarded",
+        "records/_utf8",
+        "data/_hot",
+        "data/packing/_plan",
+    )
 )
 #: What a working checkout has beside its files; none of it may reach the sdist or the wheel.
 LEFTOVERS = {
@@ -212,6 +220,7 @@ def test_sdist_holds_what_building_needs_and_nothing_else(dists, checkout):
         "src/sjsonl/storage/_guarded.pyi",
         "src/sjsonl/records/_utf8.pyi",
         "src/sjsonl/data/_hot.pyi",
+        "src/sjsonl/data/packing/_plan.pyi",
     ):
         assert needed in names, f"{needed} is missing from {dists.sdist.name}"
     # every file of the package in the checkout, and besides it only the build files and metadata

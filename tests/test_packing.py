@@ -299,13 +299,13 @@ def test_clear_errors(tok, qa, tmp_path):
     ds = JSONLDataset(str(qa))
     with pytest.raises(
         ColumnNotFoundError,
-        match=r"qa.jsonl, line 1 \(record 0\): a record has no column 'text' to pack "
+        match=r"qa.jsonl, line 1: a record has no column 'text' to pack "
         r"\(a JSON object with keys \['question', 'answer'\]\)",
     ):
         ds.pack(64, tokenizer=tok)
     with pytest.raises(
         InvalidArgumentError,
-        match=r"line 1 \(record 0\): documents are text: pack\(..., tokenizer=\) is needed",
+        match=r"line 1: documents are text: pack\(..., tokenizer=\) is needed",
     ):
         ds.pack(64, column="question")
     with pytest.raises(InvalidArgumentError, match="strategy"):
@@ -323,7 +323,32 @@ def test_clear_errors(tok, qa, tmp_path):
     bad.write_text('{"ids": [1, 2]}\n{"ids": [1, "x"]}\n')
     with pytest.raises(
         InvalidArgumentError,
-        match=r"bad.jsonl, line 2 \(record 1\): a document must be text or a list of integer token ids",
+        match=r"bad.jsonl, line 2: a document must be text or a list of integer token ids",
     ):
         JSONLDataset(str(bad)).pack(8, column="ids")
     assert bad.read_text() == '{"ids": [1, 2]}\n{"ids": [1, "x"]}\n'
+
+
+def test_a_view_packs_when_records_outside_it_have_no_document(tok, tmp_path):
+    """A filter (or a shard) of a file whose other records lack the column packs: the file's length cache
+    marks those records, and only a record of the packed view without a document is an error."""
+    path = tmp_path / "mixed.jsonl"
+    rows = [{"text": f"text number {i}"} if i % 3 else {"messages": [{"content": "hi"}]} for i in range(30)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ds = JSONLDataset(str(path))
+    texts = ds.filter(lambda r: "text" in r)
+    packed = texts.pack(32, tokenizer=tok, column="text")
+    got = rebuilt(packed)
+    assert [got[d] for d in range(len(texts))] == reference(tok, [r["text"] for r in texts])
+    with pytest.raises(ColumnNotFoundError, match=r"mixed.jsonl, line 1: a record has no column 'text'"):
+        ds.pack(32, tokenizer=tok, column="text")
+
+    def first_turn(record):  # a function column raising KeyError outside the view
+        return record["messages"][0]["content"]
+
+    chats = ds.filter(lambda r: "messages" in r).pack(32, tokenizer=tok, column=first_turn, cache_key="turn")
+    assert len(chats) >= 1 and chats.plan.tokens == 10 * (len(tok("hi")["input_ids"]) + 1)
+    with pytest.raises(
+        InvalidArgumentError, match=r"mixed.jsonl, line 2: making its document raised KeyError"
+    ):
+        ds.pack(32, tokenizer=tok, column=first_turn, cache_key="turn")

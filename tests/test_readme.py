@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 #: The README's quickstart, then the guides' Python blocks in the order the site shows them (mkdocs.yml's
 #: nav): one session, as a reader following them would run it.
-GUIDES = ["records", "training-order", "mixtures", "mindspore-hf", "migration", "trainers",
+GUIDES = ["records", "training-order", "mixtures", "mindspore-hf", "migration", "trainers", "packing",
           "compressed-remote", "large-corpora", "cli", "reliability"]  # fmt: skip
 DOCS = [README, *(REPO / "docs" / "guides" / f"{name}.md" for name in GUIDES)]
 
@@ -38,6 +38,11 @@ SHOWN = [
     "19997 [700, 200, 100]",
     "64 True",
     "['id', 'messages', 'score', 'text'] 50000",
+    "2",
+    "2",
+    "['input_ids', 'labels', 'position_ids', 'seq_lengths']",
+    "True True",
+    "True",
     "2",
     "2",
     "10929 50000",

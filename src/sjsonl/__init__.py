@@ -27,6 +27,7 @@ from sjsonl.data.corpus import build_indexes
 from sjsonl.data.dataset import JSONLDataset
 from sjsonl.data.indexer import JSONLIndexer
 from sjsonl.data.mixture import MixtureDataset, concatenate_datasets, interleave_datasets
+from sjsonl.data.packing import PackedDataset
 from sjsonl.data.prefetch import Prefetcher
 from sjsonl.data.streaming import JSONLStream
 from sjsonl.data.views import BatchedDataset
@@ -78,6 +79,7 @@ __all__ = [
     "JSONLStream",
     "MissingDependencyError",
     "MixtureDataset",
+    "PackedDataset",
     "Prefetcher",
     "RecordDecodeError",
     "RecordFieldError",

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,6 @@ import numpy as np
 from sjsonl.data.packing.tokens import DocumentTokens
 from sjsonl.data.views import read_positions
 from sjsonl.errors import ColumnNotFoundError, InvalidArgumentError
-from sjsonl.index import line_number_at
 from sjsonl.index.layout import artifact_path
 from sjsonl.records.fields import FieldProjection
 from sjsonl.runtime.parallel import ShippingError, map_in_order, pool_allowed, worker_count
@@ -61,7 +61,18 @@ def tokens_path(index_path: str) -> str:
 def token_lengths(
     source: Any, tokens: DocumentTokens, *, workers: int | None = None, progress: bool | None = None
 ) -> np.ndarray:
-    """The token length of each document of ``source``, in its order (int64)."""
+    """The token length of each document of ``source``, in its order (int64). A record of the source that
+    cannot be made a document (no such column, the column function raising, not text or token ids) raises,
+    naming its file and line; records of the same files outside ``source`` (filtered out, another shard) may
+    lack one: the cache marks them (``-1``) instead."""
+    lengths = _lengths(source, tokens, workers, progress)
+    missing = np.flatnonzero(lengths < 0)
+    if len(missing):
+        _raise_for(source, tokens, int(missing[0]))
+    return lengths
+
+
+def _lengths(source: Any, tokens: DocumentTokens, workers: int | None, progress: bool | None) -> np.ndarray:
     files = getattr(source, "_files", None)
     if files is not None and source._transform is None and source._decode is None:
         per_file = [file_lengths(f, tokens, workers, progress) for f in files]
@@ -74,13 +85,33 @@ def token_lengths(
         out = np.zeros(len(k), np.int64)
         for src in np.unique(k).tolist():
             at = np.flatnonzero(k == src)
-            out[at] = token_lengths(source.sources[src], tokens, workers=workers, progress=progress)[j[at]]
+            out[at] = _lengths(source.sources[src], tokens, workers, progress)[j[at]]
         return out
     out = np.zeros(len(source), np.int64)
     for lo in range(0, len(source), _BLOCK):
         positions = np.arange(lo, min(len(source), lo + _BLOCK), dtype=np.int64)
-        out[lo : lo + len(positions)] = tokens.lengths(read_positions(source, positions))
+        records = read_positions(source, positions)
+        out[lo : lo + len(positions)] = _measured(tokens, records, records.__getitem__)
     return out
+
+
+def _raise_for(source: Any, tokens: DocumentTokens, position: int) -> None:
+    """Raise what making a document of ``source``'s item ``position`` raises, naming where it is."""
+    locate = getattr(source, "locate", None)
+    if locate is not None:
+        path, line = locate(position)
+        where = f"{path}, line {line}"
+    else:
+        where = f"item {position} of {type(source).__name__}"
+    try:
+        tokens.lengths(read_positions(source, np.array([position], np.int64)))
+    except (ColumnNotFoundError, InvalidArgumentError) as err:
+        raise type(err)(f"{where}: {err}") from None
+    except Exception as err:  # the user's column function or tokenizer
+        raise InvalidArgumentError(
+            f"{where}: making its document raised {type(err).__name__}: {err}"
+        ) from err
+    raise InvalidArgumentError(f"{where}: its document could not be made when its length was measured")
 
 
 def file_lengths(f: Any, tokens: DocumentTokens, workers: int | None, progress: bool | None) -> np.ndarray:
@@ -104,7 +135,7 @@ def _checked(f: Any, body: memoryview) -> np.ndarray:
     if len(body) != 4 * f.n:
         raise ValueError(f"it holds {len(body) // 4} lengths for {f.n} records")
     lengths = np.frombuffer(body, "<i4").astype(np.int64)
-    if f.n and lengths.min() < 0:
+    if f.n and lengths.min() < -1:  # (-1: a record with no document)
         raise ValueError("it holds a negative length")
     if len(f.bad_records) and lengths[f.bad_records].any():
         raise ValueError("it gives a length to a record left out as a bad line")
@@ -161,10 +192,10 @@ def chunk_lengths(shared: tuple[Any, DocumentTokens], lo: int, hi: int) -> np.nd
     for rec in records:
         block.append(rec)
         if len(block) == _BLOCK:
-            lengths += _measured(f, tokens, block, at[len(lengths) : len(lengths) + len(block)])
+            lengths += _measured(tokens, block, _full(f, at[len(lengths) :]))
             block = []
     if block:
-        lengths += _measured(f, tokens, block, at[len(lengths) :])
+        lengths += _measured(tokens, block, _full(f, at[len(lengths) :]))
     if good is None:
         out[:] = lengths
     else:
@@ -172,19 +203,24 @@ def chunk_lengths(shared: tuple[Any, DocumentTokens], lo: int, hi: int) -> np.nd
     return out
 
 
-def _measured(f: Any, tokens: DocumentTokens, block: list[Any], records: np.ndarray) -> list[int]:
-    """``tokens.lengths(block)``; a record it cannot tokenize is named by file, line and record number (its
-    whole record read again: a projection holds only the column)."""
+def _measured(tokens: DocumentTokens, block: list[Any], whole: Callable[[int], Any]) -> list[int]:
+    """``tokens.lengths(block)``, with ``-1`` for a record that cannot be made a document (measured one by
+    one, ``whole(k)`` giving block record ``k`` in full: a projection holds only the column). Whether such a
+    record matters is decided by the view that is packed (:func:`token_lengths`)."""
     try:
         return tokens.lengths(block)
-    except (ColumnNotFoundError, InvalidArgumentError):
-        for j in records.tolist():
+    except Exception:  # (the user's column function may raise anything)
+        out = []
+        for k in range(len(block)):
             try:
-                tokens.lengths([f.record(j)])
-            except (ColumnNotFoundError, InvalidArgumentError) as err:
-                line = line_number_at(f.storage, int(f.offsets[j]))
-                raise type(err)(f"{f.path}, line {line} (record {j}): {err}") from None
-        raise
+                out += tokens.lengths([whole(k)])
+            except Exception:
+                out.append(-1)
+        return out
+
+
+def _full(f: Any, records: np.ndarray) -> Callable[[int], Any]:
+    return lambda k: f.record(int(records[k]))
 
 
 def _projected(f: Any, lo: int, hi: int, decode: FieldProjection) -> Any:

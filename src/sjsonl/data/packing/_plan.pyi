@@ -1,0 +1,3 @@
+import numpy as np
+
+def assign(sizes: np.ndarray, capacity: int, best: bool, decreasing: bool, /) -> tuple[bytes, int]: ...
