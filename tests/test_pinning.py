@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -157,9 +158,14 @@ def test_a_gzip_file_truncated_while_open_is_an_error_not_a_spin(tmp_path):
     assert out.stdout.strip() == "StaleDataError", out.stderr
 
 
-def test_an_open_s3_dataset_never_reads_a_replaced_object(bucket):
+@pytest.mark.parametrize("cache", ["off", "on"])
+def test_an_open_s3_dataset_never_reads_a_replaced_object(bucket, monkeypatch, tmp_path, cache):
     """Range reads carry If-Match with the ETag seen at index time: a new object under the key is an
-    error for the open dataset and for its copies, never records cut at the old offsets."""
+    error for the open dataset and for its copies, never records cut at the old offsets. With the local
+    chunk cache, the version is checked on every read here (``SJSONL_REMOTE_CHECK_SECONDS=0``; the default
+    interval: the next test)."""
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off" if cache == "off" else str(tmp_path / "chunks"))
+    monkeypatch.setenv("SJSONL_REMOTE_CHECK_SECONDS", "0")
     url = bucket.put("train.jsonl", b"".join(b'{"v": 1, "i": %d}\n' % i for i in range(500)))
     ds = JSONLDataset(url, storage_options=bucket.options)
     blob = pickle.dumps(ds)
@@ -169,3 +175,19 @@ def test_an_open_s3_dataset_never_reads_a_replaced_object(bucket):
         with pytest.raises(StaleDataError, match="changed after it was indexed"):
             read()
     assert JSONLDataset(url, storage_options=bucket.options)[8] == {"v": 2, "i": 8}
+
+
+def test_a_cached_s3_dataset_finds_a_replacement_within_the_check_interval(bucket, monkeypatch, tmp_path):
+    """Served from the local chunk cache, reads ask the server nothing: until the next version check (at
+    most every SJSONL_REMOTE_CHECK_SECONDS) they give the pinned version's records — the ones the index
+    addresses — and after it raise StaleDataError."""
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path / "chunks"))
+    monkeypatch.setenv("SJSONL_REMOTE_CHECK_SECONDS", "0.5")
+    url = bucket.put("train.jsonl", b"".join(b'{"v": 1, "i": %d}\n' % i for i in range(500)))
+    ds = JSONLDataset(url, storage_options=bucket.options)
+    assert ds[7] == {"v": 1, "i": 7}
+    bucket.put("train.jsonl", b"".join(b'{"v": 2, "i": %d}\n' % i for i in range(500)))
+    assert ds[8] == {"v": 1, "i": 8}  # the pinned version, from the cache (checked less than 0.5 s ago)
+    time.sleep(0.6)
+    with pytest.raises(StaleDataError, match="changed after it was indexed"):
+        ds[9]

@@ -36,11 +36,14 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sjsonl.errors import DataFileError, StaleDataError, require
 from sjsonl.storage.base import DataStamp, data_file_error, fingerprint_of, iter_ranges
+from sjsonl.storage.chunk_store import ChunkStore, cache_settings
+from sjsonl.storage.retry import RetryPolicy, is_transient, with_retries
 
 #: Bytes per ranged request during an index scan, and how many are in flight at once.
 SCAN_REQUEST_BYTES = 8 << 20
@@ -49,6 +52,14 @@ _ETAG_KEYS = ("ETag", "etag", "md5Hash", "md5")
 _CONDITIONAL_PROTOCOLS = ("s3", "s3a")  # protocols whose reads take If-Match (s3fs: s3_additional_kwargs)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
 _HTTP_PROTOCOLS = ("http", "https")  # where the server may ignore a Range header
+
+
+def _check_seconds() -> float:
+    raw = os.environ.get("SJSONL_REMOTE_CHECK_SECONDS", "")
+    try:
+        return max(0.0, float(raw)) if raw.strip() else 1.0
+    except ValueError:
+        return 1.0
 
 
 def _mtime_ns(value: Any) -> int:
@@ -88,6 +99,8 @@ class RemoteFile:
         self.pinned: DataStamp | None = None
         self._fs_state: tuple[int, Any, str] | None = None
         self._read_fs_state: tuple[int, Any, str] | None = None
+        self._store_state: tuple[int, ChunkStore | None] | None = None
+        self._checked_at: tuple[int, float] | None = None  # (pid, monotonic time) of the last version check
         self._info = self._fetch_info()  # fails now, with a clear message, if the object is missing
         self._check_ranges()
 
@@ -150,7 +163,25 @@ class RemoteFile:
     def pin(self, stamp: DataStamp) -> None:
         """Read only the object version ``stamp`` describes (its ETag) from now on."""
         self.pinned = stamp
-        self._read_fs_state = None
+        self._read_fs_state = self._store_state = None
+
+    def _store(self) -> ChunkStore | None:
+        """This process's local chunk cache of the object (:mod:`~sjsonl.storage.chunk_store`), if any: only
+        for a version named by an ETag (and the pinned one, once pinned)."""
+        state = self._store_state
+        if state is None or state[0] != os.getpid():
+            settings = cache_settings()
+            etag = next((str(self._info[k]) for k in _ETAG_KEYS if self._info.get(k)), "")
+            pinned = self.pinned
+            usable = settings is not None and etag and (pinned is None or pinned.etag in ("", etag))
+            store = None
+            if usable:
+                assert settings is not None
+                store = ChunkStore.open(
+                    settings[0], (self.path, self.size, etag), self.size, limit=settings[1]
+                )
+            state = self._store_state = (os.getpid(), store)
+        return state[1]
 
     def _read_failed(self, exc: BaseException) -> BaseException:
         """The error to raise for a failed read: stale data when the object is no longer the pinned one."""
@@ -172,7 +203,7 @@ class RemoteFile:
         fs, key = self._fs()
         fs.invalidate_cache(key)  # a listing cached earlier would hide a replaced object
         try:
-            info = fs.info(key)
+            info = with_retries(lambda: fs.info(key))
         except FileNotFoundError:
             raise data_file_error(errno.ENOENT, self.path) from None
         except PermissionError:
@@ -187,41 +218,89 @@ class RemoteFile:
     def size(self) -> int:
         return int(self._info["size"])
 
-    # ---- reads
+    # ---- reads: through the local chunk cache when there is one, else by ranges; transient faults retried
     def read(self, start: int, end: int) -> bytes:
-        end = min(end, self.size)
-        if end <= start:
-            return b""
-        fs, key = self._read_fs()
-        try:
-            data = fs.cat_file(key, start=start, end=end)
-        except OSError as exc:
-            raise self._read_failed(exc) from None
-        return self._check_length(data, end - start)
+        return self.read_many([(start, end)])[0]
 
     def read_many(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Several ranges, fetched concurrently where the protocol allows."""
         size = self.size
         wanted = [(min(s, size), min(e, size)) for s, e in ranges]
-        todo = [k for k, (s, e) in enumerate(wanted) if e > s]
-        out = [b""] * len(wanted)
-        if not todo:
-            return out
-        fs, key = self._read_fs()
-        starts, ends = [wanted[k][0] for k in todo], [wanted[k][1] for k in todo]
+        store = self._store()
+        if store is None:
+            return self._fetch(wanted)
+        self._check_version()
+        missing = store.missing(store.chunks_of(wanted))
+        if missing:
+            for c, data in zip(missing, self._fetch([store.span(c) for c in missing])):
+                store.put(c, data)
+        return [store.read(s, e) if e > s else b"" for s, e in wanted]
+
+    def _check_version(self) -> None:
+        """Reads served from the local cache ask the server nothing, so the pinned version is checked
+        with a metadata request at most every ``$SJSONL_REMOTE_CHECK_SECONDS`` (1 s; 0: every read) and on
+        the first read of each process: a replaced object raises :class:`~sjsonl.errors.StaleDataError`
+        within that time. What the cache serves meanwhile are the pinned version's bytes (CRC-checked),
+        the very bytes the index addresses — never a record of the new object at the old offsets."""
+        pinned = self.pinned
+        if pinned is None:
+            return
+        now = time.monotonic()
+        last = self._checked_at
+        if last is not None and last[0] == os.getpid() and now - last[1] < _check_seconds():
+            return
+        self._checked_at = (os.getpid(), now)
         try:
-            got = fs.cat_ranges([key] * len(todo), starts, ends, on_error="raise")
-        except OSError as exc:
-            raise self._read_failed(exc) from None
-        for k, data in zip(todo, got):
-            out[k] = self._check_length(data, wanted[k][1] - wanted[k][0])
+            current = with_retries(lambda: self.stamp(fingerprint=False))
+        except DataFileError as gone:
+            raise gone from None
+        change = pinned.describe_change(current, content=False)
+        if change is not None:
+            raise StaleDataError(f"{self.path} changed after it was indexed: {change}; reopen the dataset")
+
+    def _fetch(self, wanted: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The ranges from the server, concurrently; the ranges that failed transiently are asked again
+        (:mod:`~sjsonl.storage.retry`), any other failure raises at once."""
+        out = [b""] * len(wanted)
+        todo = [k for k, (s, e) in enumerate(wanted) if e > s]
+        policy = RetryPolicy.from_env()
+        for attempt in range(policy.attempts):
+            if not todo:
+                break
+            fs, key = self._read_fs()
+            starts, ends = [wanted[k][0] for k in todo], [wanted[k][1] for k in todo]
+            try:
+                got = fs.cat_ranges([key] * len(todo), starts, ends, on_error="return")
+            except Exception as exc:  # the whole call failed (the filesystem itself)
+                got = [exc] * len(todo)
+            failed = []
+            for k, data in zip(todo, got):
+                if not isinstance(data, BaseException):
+                    out[k] = self._check_length(data, wanted[k][1] - wanted[k][0])
+                elif attempt + 1 < policy.attempts and is_transient(data):
+                    failed.append(k)
+                else:
+                    raise self._read_failed(data) from None
+            todo = failed
+            if todo:
+                time.sleep(policy.delay(attempt))
         return out
 
     def chunks(self, chunk_bytes: int) -> Iterator[bytes]:
-        """The file front to back in large ranges, a few requests in flight at a time."""
+        """The file front to back in large ranges, a few requests in flight at a time (kept in the chunk
+        cache on the way: an index build brings the bytes of the first epoch)."""
         pieces = list(iter_ranges(self.size, max(chunk_bytes, SCAN_REQUEST_BYTES)))
+        store = self._store()
         for k in range(0, len(pieces), SCAN_CONCURRENCY):
-            yield from self.read_many(pieces[k : k + SCAN_CONCURRENCY])
+            batch = pieces[k : k + SCAN_CONCURRENCY]
+            got = self._fetch(batch)
+            if store is not None:
+                for (start, end), data in zip(batch, got):
+                    for c in store.chunks_of([(start, end)]):
+                        lo, hi = store.span(c)
+                        if lo >= start and hi <= end:
+                            store.put(c, data[lo - start : hi - start])
+            yield from got
 
     def open_file(self) -> Any:
         """A seekable file object (for the decompressors of ``s3://…/x.jsonl.gz``), one per caller."""
@@ -245,7 +324,12 @@ class RemoteFile:
         return self
 
     def close(self) -> None:
-        self._fs_state = self._read_fs_state = None  # fsspec's (cached, shared) instances: not ours to close
+        state = self._store_state
+        if state is not None and state[0] == os.getpid() and state[1] is not None:
+            state[1].close()
+        self._fs_state = self._read_fs_state = self._store_state = (
+            None  # fsspec's (cached, shared) instances: not ours to close
+        )
 
     # Pickling carries the URL and options; the receiving process makes its own filesystem.
     def __getstate__(self) -> dict:
@@ -258,7 +342,7 @@ class RemoteFile:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._fs_state = self._read_fs_state = None
+        self._fs_state = self._read_fs_state = self._store_state = self._checked_at = None
         self._fsspec = require("fsspec", "remote")
 
     def __repr__(self) -> str:

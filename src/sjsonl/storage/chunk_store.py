@@ -1,0 +1,192 @@
+"""A bounded local cache of remote objects' bytes, in chunks, shared by the processes of one machine.
+
+Training reads a remote corpus once per epoch, in an order that jumps anywhere in it. One ranged request per
+record is a round trip per record; with the object's bytes on local disk, every epoch after the bytes first
+arrive reads at local speed. A :class:`ChunkStore` holds one object *version* (its URL, size and ETag):
+
+- ``<key>.data`` — a sparse file of the object's size; chunk ``c`` (``chunk_bytes``, 1 MiB by default) sits at
+  the object's own offsets;
+- ``<key>.chunks`` — per chunk 8 bytes: a CRC-32 of its bytes and a "present" flag, written *after* the
+  bytes. A reader trusts a chunk only when its flag is set and — once per process — its bytes match the CRC;
+  a torn or corrupt chunk is fetched again. Two processes fetching the same chunk write the same bytes (the
+  reads are pinned to the version with ``If-Match``), so the DataLoader workers of a node share one copy
+  with no lock.
+
+The store sits in the private cache (``~/.cache/sjsonl/remote`` or ``$SJSONL_REMOTE_CACHE``; ``off``
+disables it) and holds at most ``$SJSONL_REMOTE_CACHE_BYTES`` (default 16 GiB, and never more than half the
+free space when the store is made). An object is cached only if it fits: the least recently used other
+objects are removed to make room, and an object larger than the limit is read by ranges as before (its
+bytes are never partly cached, so a shuffled epoch never turns a record read into a chunk read it cannot
+keep). Files are created with mode 0600 in a directory of mode 0700 that must be the user's own.
+
+Example:
+    >>> import tempfile
+    >>> store = ChunkStore.open(tempfile.mkdtemp(), ("mem://x", 10, "etag"), 10, chunk_bytes=4)
+    >>> store.missing(store.chunks_of([(0, 6)]))
+    [0, 1]
+    >>> store.put(0, b"0123"); store.put(1, b"4567")
+    >>> store.missing([0, 1]), store.read(2, 6)
+    ([], b'2345')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import struct
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+CHUNK_BYTES = 1 << 20
+DEFAULT_LIMIT = 16 << 30
+_ENTRY = struct.Struct("<IB3x")  # CRC-32, present flag
+
+
+def cache_settings() -> tuple[str, int] | None:
+    """``(directory, byte limit)`` from the environment, or ``None`` when caching is off."""
+    where = os.environ.get("SJSONL_REMOTE_CACHE", "")
+    if where.strip().lower() in ("off", "0", "false", "no"):
+        return None
+    if not where:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        where = os.path.join(base, "sjsonl", "remote")
+    raw = os.environ.get("SJSONL_REMOTE_CACHE_BYTES", "")
+    limit = int(raw) if raw.strip().isdigit() else DEFAULT_LIMIT
+    return where, limit
+
+
+def _own_private_dir(path: str) -> bool:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+class ChunkStore:
+    """One object version's cached chunks (see the module). Made by :meth:`open`; one per process."""
+
+    def __init__(self, data_fd: int, table_fd: int, size: int, chunk_bytes: int, name: str) -> None:
+        self.size, self.chunk_bytes, self.name = size, chunk_bytes, name
+        self._data, self._table = data_fd, table_fd
+        self._verified: set[int] = set()
+        self.count = -(-size // chunk_bytes)
+
+    @classmethod
+    def open(
+        cls, directory: str, version: tuple[Any, ...], size: int, *, chunk_bytes: int = CHUNK_BYTES,
+        limit: int | None = None,
+    ) -> ChunkStore | None:  # fmt: skip
+        """The store of ``version`` in ``directory``, or ``None`` when it cannot hold it (too large for the
+        limit, a directory that is not the user's own and private, no space)."""
+        try:
+            if not _own_private_dir(directory):
+                return None
+            limit = DEFAULT_LIMIT if limit is None else limit
+            limit = min(limit, shutil.disk_usage(directory).free // 2 + _used(directory))
+            if size > limit:
+                return None
+            name = hashlib.sha256(repr((*version, chunk_bytes)).encode()).hexdigest()[:32]
+            _make_room(directory, size, limit, keep=name)
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+            data = os.open(os.path.join(directory, f"{name}.data"), flags, 0o600)
+            table = os.open(os.path.join(directory, f"{name}.chunks"), flags, 0o600)
+            count = -(-size // chunk_bytes)
+            if os.fstat(data).st_size != size:
+                os.ftruncate(data, size)  # sparse: no blocks until chunks arrive
+            if os.fstat(table).st_size != count * _ENTRY.size:
+                os.ftruncate(table, count * _ENTRY.size)
+            os.utime(table)  # recently used (the room-making order)
+            return cls(data, table, size, chunk_bytes, name)
+        except OSError:
+            return None
+
+    def chunks_of(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
+        """The chunks that hold any byte of ``ranges``, ascending."""
+        wanted: set[int] = set()
+        for start, end in ranges:
+            if end > start:
+                wanted.update(range(start // self.chunk_bytes, (end - 1) // self.chunk_bytes + 1))
+        return sorted(wanted)
+
+    def span(self, chunk: int) -> tuple[int, int]:
+        start = chunk * self.chunk_bytes
+        return start, min(self.size, start + self.chunk_bytes)
+
+    def missing(self, chunks: Sequence[int]) -> list[int]:
+        """Those of ``chunks`` not present and intact (checked against their CRC once per process)."""
+        out = []
+        for c in chunks:
+            if c in self._verified:
+                continue
+            crc, present = _ENTRY.unpack(
+                os.pread(self._table, _ENTRY.size, c * _ENTRY.size).ljust(_ENTRY.size, b"\0")
+            )
+            if present == 1:
+                start, end = self.span(c)
+                if zlib.crc32(os.pread(self._data, end - start, start)) == crc:
+                    self._verified.add(c)
+                    continue
+            out.append(c)
+        return out
+
+    def put(self, chunk: int, data: bytes) -> None:
+        """Store chunk ``chunk``'s bytes (its whole span), then mark it present."""
+        start, end = self.span(chunk)
+        if len(data) != end - start:
+            raise ValueError(f"chunk {chunk} is {end - start} bytes, got {len(data)}")
+        try:
+            os.pwrite(self._data, data, start)
+            os.pwrite(self._table, _ENTRY.pack(zlib.crc32(data), 1), chunk * _ENTRY.size)
+        except OSError:  # a full disk: the chunk is simply not cached
+            return
+        self._verified.add(chunk)
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes ``start..end`` (their chunks must be present: see :meth:`missing`)."""
+        return os.pread(self._data, end - start, start)
+
+    def close(self) -> None:
+        for fd in (self._data, self._table):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _used(directory: str) -> int:
+    """Bytes the cached objects occupy on disk (their allocated blocks)."""
+    total = 0
+    with os.scandir(directory) as entries:
+        for e in entries:
+            if e.name.endswith(".data"):
+                try:
+                    total += e.stat(follow_symlinks=False).st_blocks * 512
+                except OSError:
+                    pass
+    return total
+
+
+def _make_room(directory: str, size: int, limit: int, keep: str) -> None:
+    """Remove the least recently used other objects until ``size`` more bytes fit under ``limit``."""
+    objects = []
+    with os.scandir(directory) as entries:
+        for e in entries:
+            if e.name.endswith(".chunks") and not e.name.startswith(keep):
+                stem = e.name[: -len(".chunks")]
+                try:
+                    data = os.stat(os.path.join(directory, f"{stem}.data"), follow_symlinks=False)
+                    objects.append((e.stat(follow_symlinks=False).st_mtime, stem, data.st_blocks * 512))
+                except OSError:
+                    pass
+    used = sum(blocks for _, _, blocks in objects)
+    for _, stem, blocks in sorted(objects):
+        if used + size <= limit:
+            break
+        for suffix in (".data", ".chunks"):
+            try:
+                os.unlink(os.path.join(directory, stem + suffix))
+            except OSError:
+                pass
+        used -= blocks
