@@ -1,0 +1,111 @@
+"""The local chunk cache of remote objects (sjsonl.storage.chunk_store), on its own: chunks written and read
+back at the object's offsets, a torn or corrupt chunk fetched again (never served), the byte limit kept by
+removing the least recently used objects, an object over the limit not cached at all, a directory that is not
+the user's own and private refused, and two processes filling one store at once."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import struct
+import zlib
+
+import pytest
+
+from sjsonl.storage.chunk_store import ChunkStore, cache_settings
+
+BODY = bytes(range(256)) * 40  # 10,240 bytes: 10 chunks of 1,024, the last short
+
+
+VERSION = ("s3://b/k", len(BODY), "e1")
+
+
+def store(directory, version=VERSION, **kw) -> ChunkStore:
+    made = ChunkStore.open(str(directory), version, len(BODY), chunk_bytes=1024, **kw)
+    assert made is not None
+    return made
+
+
+def fill(s: ChunkStore, chunks) -> None:
+    for c in chunks:
+        lo, hi = s.span(c)
+        s.put(c, BODY[lo:hi])
+
+
+def test_chunks_are_kept_at_the_objects_offsets_and_reused_by_another_open(tmp_path):
+    s = store(tmp_path)
+    assert s.count == 10 and s.span(9) == (9216, 10240)
+    assert s.chunks_of([(1000, 1030), (5000, 5001), (3, 3)]) == [0, 1, 4]
+    assert s.missing(range(10)) == list(range(10))
+    fill(s, [0, 1, 4])
+    assert s.read(1000, 1030) == BODY[1000:1030] and s.missing(range(10)) == [2, 3, 5, 6, 7, 8, 9]
+    again = store(tmp_path)  # a new process's view of the same version
+    assert again.missing(range(10)) == [2, 3, 5, 6, 7, 8, 9] and again.read(4096, 5120) == BODY[4096:5120]
+    other = store(tmp_path, ("s3://b/k", len(BODY), "e2"))  # another version: another store
+    assert other.missing(range(10)) == list(range(10))
+    with pytest.raises(ValueError, match="chunk 9 is 1024 bytes, got 3"):
+        s.put(9, b"abc")
+    data = next(p for p in tmp_path.iterdir() if p.suffix == ".data")
+    assert data.stat().st_size == len(BODY) and oct(data.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_corrupt_or_torn_chunk_is_fetched_again(tmp_path):
+    fill(store(tmp_path), range(10))
+    data = next(p for p in tmp_path.iterdir() if p.suffix == ".data")
+    table = next(p for p in tmp_path.iterdir() if p.suffix == ".chunks")
+    with open(data, "r+b") as f:  # a bit flipped in chunk 3
+        f.seek(3 * 1024 + 7)
+        f.write(bytes([BODY[3 * 1024 + 7] ^ 1]))
+    with open(table, "r+b") as f:  # chunk 6 marked present with bytes that never arrived (a torn write)
+        f.seek(6 * 8)
+        f.write(struct.pack("<IB3x", zlib.crc32(b"x" * 1024), 1))
+    assert store(tmp_path).missing(range(10)) == [3, 6]
+
+
+def test_the_limit_removes_the_least_recently_used_objects_and_refuses_what_cannot_fit(tmp_path):
+    a = store(tmp_path, ("a", len(BODY), "1"))
+    fill(a, range(10))
+    os.utime(next(p for p in tmp_path.glob("*.chunks")), (1, 1))  # used long ago
+    allocated = next(tmp_path.glob("*.data")).stat().st_blocks * 512  # (what the limit counts)
+    limit = allocated + len(BODY)
+    b = store(tmp_path, ("b", len(BODY), "1"), limit=limit)
+    fill(b, range(10))
+    assert len(list(tmp_path.glob("*.data"))) == 2  # both fit
+    store(tmp_path, ("c", len(BODY), "1"), limit=limit)  # room made: "a" goes first
+    names = {p.stem for p in tmp_path.glob("*.chunks")}
+    assert len(names) == 2 and a.name not in names and b.name in names
+    assert ChunkStore.open(str(tmp_path), ("d", 1, "1"), len(BODY), chunk_bytes=1024, limit=100) is None
+
+
+def test_a_place_that_is_not_private_is_not_used(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert ChunkStore.open(str(shared), ("x",), 10) is None
+
+
+def test_settings_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    assert cache_settings() is None
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path))
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE_BYTES", "12345")
+    assert cache_settings() == (str(tmp_path), 12345)
+    monkeypatch.delenv("SJSONL_REMOTE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_settings() == (str(tmp_path / "xdg" / "sjsonl" / "remote"), 12345)
+
+
+def _filler(directory: str, chunks: list[int]) -> None:
+    fill(store(directory), chunks)
+
+
+def test_two_processes_fill_one_store_at_once(tmp_path):
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_filler, args=(str(tmp_path), list(range(k, 10)))) for k in (0, 3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    s = store(tmp_path)
+    assert s.missing(range(10)) == [] and s.read(0, len(BODY)) == BODY
