@@ -49,6 +49,7 @@ from sjsonl.index.store import (
 )
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import DataStamp, LocalFile, Storage, count_newlines, is_url
+from sjsonl.storage.base import split_member
 from sjsonl.storage.content import content_of, leaf_digests
 from sjsonl.storage.sidecar import ArtifactWarning
 from sjsonl.storage.trust import untrusted_reason, warn_untrusted
@@ -175,10 +176,11 @@ def build_layout(
 
 
 def refuse_data_file_as_index(data_path: str, index_path: str | None, index_dir: str | None) -> None:
-    """An ``index_path`` or ``index_dir`` that is the data file itself would overwrite the data."""
+    """An ``index_path`` or ``index_dir`` that is the data file itself (a member's: its archive) would
+    overwrite the data."""
     if is_url(data_path):
         return
-    real = os.path.realpath(data_path)
+    real = os.path.realpath(split_member(data_path)[0])
     for name, given in (("index_path", index_path), ("index_dir", index_dir)):
         if given is not None and os.path.realpath(os.path.expanduser(given)) == real:
             raise IndexFileError(f"{name} {given} is the data file itself; sjsonl never writes to data")

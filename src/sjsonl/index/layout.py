@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sjsonl.errors import IndexFileError, InvalidArgumentError
-from sjsonl.storage import DataStamp, is_url
+from sjsonl.storage import DataStamp, is_url, resolve_path
 from sjsonl.storage.atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: the tests read temp names)
 from sjsonl.storage.trust import untrusted_reason, warn_untrusted
 from sjsonl.storage.zip import MEMBER_SEP, split_member
@@ -262,7 +262,7 @@ def cache_index_path(data_path: str, index_dir: str) -> str:
         >>> os.path.basename(cache_index_path("/d/t.jsonl", "/tmp/ix"))  # doctest: +ELLIPSIS
         't-....index.npy'
     """
-    where = data_path if is_url(data_path) else os.path.abspath(data_path)
+    where = data_path if is_url(data_path) else resolve_path(data_path)  # a member's name kept as it is
     key = hashlib.sha256(os.fsencode(where)).hexdigest()[:16]
     archive, member = split_member(data_path)
     stem = _stem(data_path) if member is None else _member_stem(archive, member)

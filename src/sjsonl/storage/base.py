@@ -160,14 +160,37 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-def resolve_path(path: str | os.PathLike[str]) -> str:
-    """Absolute path with ``~`` expanded.
+#: between a zip archive's path and a member's name (``train.zip::part/1.jsonl``, :mod:`sjsonl.storage.zip`)
+MEMBER_SEP = "::"
+
+
+def split_member(path: str) -> tuple[str, str | None]:
+    """``(archive, member)`` for ``a.zip::m.jsonl``; ``(path, None)`` for anything else.
 
     Example:
-        >>> resolve_path("/data/../data/x.jsonl")
-        '/data/x.jsonl'
+        >>> split_member("/d/train.zip::part/1.jsonl"), split_member("/d/x.jsonl")
+        (('/d/train.zip', 'part/1.jsonl'), ('/d/x.jsonl', None))
+        >>> split_member("/d/T.Zip::a.jsonl")
+        ('/d/T.Zip', 'a.jsonl')
     """
-    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+    cut = path.lower().find(".zip" + MEMBER_SEP)
+    if cut < 0:
+        return path, None
+    return path[: cut + 4], path[cut + 4 + len(MEMBER_SEP) :]
+
+
+def resolve_path(path: str | os.PathLike[str]) -> str:
+    """Absolute path with ``~`` expanded; of a zip member, the archive's path is, and the member's name is
+    kept as it is (a name, not a path: ``a.zip::../x.jsonl`` is not ``x.jsonl`` beside the archive).
+
+    Example:
+        >>> resolve_path("/data/../data/x.jsonl"), resolve_path("/data/../d/a.zip::../x.jsonl")
+        ('/data/x.jsonl', '/d/a.zip::../x.jsonl')
+    """
+    archive, member = split_member(os.path.expanduser(os.fspath(path)))
+    if member is None:
+        return os.path.abspath(archive)
+    return f"{os.path.abspath(archive)}{MEMBER_SEP}{member}"
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:

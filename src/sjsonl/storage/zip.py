@@ -1,5 +1,9 @@
 """Members of a ``.zip`` archive read in place: ``train.zip`` is its data members, each a file of its own
-(named ``train.zip::member``), as 🤗 reads the files an archive holds.
+(named ``train.zip::member``), as 🤗 reads the files an archive holds: every member but folders, hidden
+files (a name part starting with ``.``, other than ``.`` and ``..``) and ``__MACOSX/`` and other
+``__special__`` parts, which 🤗 skips too. Names are never paths here — nothing is extracted, and an index
+name percent-encodes the member's ``/`` — so a member named ``../../x.jsonl``, ``/x.jsonl`` or
+``a\\..\\x.jsonl`` is read like any other, by that name.
 
 A *stored* member is a byte range of the archive: random access costs what a plain file's does. A
 *deflated* member is decompressed once front to back — the index scan does it — leaving restart points
@@ -47,7 +51,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sjsonl.errors import DataFileError, StaleDataError
-from sjsonl.storage.base import is_url
+from sjsonl.storage.base import MEMBER_SEP, is_url, split_member
 from sjsonl.storage.formats import HEAD_BYTES, check_format, format_of_name
 from sjsonl.storage.local import LocalFile
 from sjsonl.storage.seekable import SeekableStreamFile
@@ -64,8 +68,6 @@ __all__ = [
     "zip_members",
 ]
 
-#: between the archive's path and a member's name
-MEMBER_SEP = "::"
 #: decompressed bytes between restart points of a deflated member (each keeps ~40 KiB of zlib state)
 ZIP_SPACING = 1 << 20
 _IN_CHUNK = 64 << 10
@@ -83,24 +85,12 @@ _METHODS = {
 }
 
 
-def split_member(path: str) -> tuple[str, str | None]:
-    """``(archive, member)`` for ``a.zip::m.jsonl``; ``(path, None)`` for anything else.
-
-    Example:
-        >>> split_member("/d/train.zip::part/1.jsonl"), split_member("/d/x.jsonl")
-        (('/d/train.zip', 'part/1.jsonl'), ('/d/x.jsonl', None))
-        >>> split_member("/d/T.Zip::a.jsonl")
-        ('/d/T.Zip', 'a.jsonl')
-    """
-    cut = path.lower().find(".zip" + MEMBER_SEP)
-    if cut < 0:
-        return path, None
-    return path[: cut + 4], path[cut + 4 + len(MEMBER_SEP) :]
-
-
 def _is_data_member(info: zipfile.ZipInfo) -> bool:
-    # what 🤗's archive iteration skips: folders, hidden files, __MACOSX and other __special__ parts
-    parts = info.filename.split("/")
+    # what 🤗 skips of an archive: folders, hidden files, __MACOSX and other __special__ parts. "", "." and
+    # ".." parts hide nothing: a member is read by its whole name, never extracted, so "../../x.jsonl" and
+    # "/x.jsonl" are data like any other (🤗 5 drops the first silently, fails on the second and on
+    # "a\\..\\x.jsonl")
+    parts = [p for p in info.filename.split("/") if p not in ("", ".", "..")]
     return not info.is_dir() and not any(p.startswith((".", "__")) for p in parts)
 
 
