@@ -293,6 +293,9 @@ class RemoteFile:
         store = self._store()
         for k in range(0, len(pieces), SCAN_CONCURRENCY):
             batch = pieces[k : k + SCAN_CONCURRENCY]
+            if store is not None and not store.missing(store.chunks_of(batch)):  # cached already
+                yield from (store.read(start, end) for start, end in batch)
+                continue
             got = self._fetch(batch)
             if store is not None:
                 for (start, end), data in zip(batch, got):

@@ -71,7 +71,10 @@ def is_transient(exc: BaseException) -> bool:
         return True
     if isinstance(exc, OSError) and exc.errno == errno.EINVAL:  # s3fs's 412 PreconditionFailed: not transient
         return False
-    text = f"{type(exc).__name__} {exc}".lower()
+    name = type(exc).__name__  # botocore's own (EndpointConnectionError, ReadTimeoutError, …) are no OSError
+    if any(word in name for word in ("Connection", "Timeout")):
+        return True
+    text = f"{name} {exc}".lower()
     return any(word in text for word in _TRANSIENT_WORDS)
 
 

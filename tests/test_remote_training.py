@@ -1,0 +1,136 @@
+"""Training from S3 through a real S3 protocol (moto behind the fault-injecting proxy of tests/_s3_proxy.py,
+which serves ranged GETs of registered objects itself, in O(range)):
+
+- a shuffled epoch through ``DistributedSampler`` and a ``DataLoader`` with 2 workers delivers every record
+  exactly once, in the sampler's order, while 20% of range requests fail with 503 SlowDown, some
+  connections are reset and some stall — with the local chunk cache and without it;
+- the cache: the index scan fills it, so an epoch asks for no ranges; another process reuses it; an object
+  over the cache limit is read by ranges and leaves nothing cached;
+- a 403 fails at once (no retries), naming the URL; a 503 that never ends fails after the attempts, naming
+  the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("aiohttp")
+
+from sjsonl import JSONLDataset  # noqa: E402
+from sjsonl.errors import DataFileError  # noqa: E402
+from sjsonl.torch import DistributedSampler  # noqa: E402
+
+from ._s3_proxy import s3_proxy  # noqa: E402, F401
+
+N = 3000
+
+
+def body(n: int = N) -> bytes:
+    return b"".join(json.dumps({"i": i, "text": "x" * (i % 97)}).encode() + b"\n" for i in range(n))
+
+
+@pytest.fixture
+def remote(s3, s3_proxy, monkeypatch, tmp_path):  # noqa: F811
+    """``put(data)`` → an s3:// URL served through the proxy (ranges in O(range)); the chunk cache in
+    ``tmp_path/chunks``; no faults to begin with."""
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path / "chunks"))
+    s3_proxy.reset()
+    name = f"sjsonl-{uuid.uuid4().hex[:12]}"
+    s3.client.create_bucket(Bucket=name)
+
+    def put(data: bytes, key: str = "train.jsonl") -> str:
+        s3.client.put_object(Bucket=name, Key=key, Body=data)
+        s3_proxy.serve_locally(name, key, data)
+        return f"s3://{name}/{key}"
+
+    s3_proxy.put = put
+    yield s3_proxy
+    s3_proxy.reset()
+
+
+def collate(batch):
+    return [r["i"] for r in batch]
+
+
+@pytest.mark.parametrize("cache", ["on", "off"])
+def test_a_shuffled_epoch_under_faults_is_exact_and_in_order(remote, monkeypatch, cache):
+    if cache == "off":
+        monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    url = remote.put(body())
+    ds = JSONLDataset(url, storage_options=remote.options)
+    remote.reset_stats()
+    remote.set_faults(latency=0.002, error_rate=0.2, reset_rate=0.03, stall_rate=0.01, stall_seconds=1.0)
+    sampler = DistributedSampler(ds, num_replicas=1, rank=0, seed=3)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=64, sampler=sampler, num_workers=2, collate_fn=collate
+    )
+    got = [i for batch in loader for i in batch]
+    assert got == list(sampler) and sorted(got) == list(range(N))
+    stats = remote.stats()
+    if cache == "off":  # every batch went to the server, and the faults happened
+        assert stats["ranged_gets"] >= N // 64 and stats["errors_injected"] > 0
+    else:  # the index scan filled the cache: the epoch asked for no ranges
+        assert stats["ranged_gets"] == 0
+
+
+def test_the_cache_is_reused_by_another_process(remote, tmp_path):
+    url = remote.put(body())
+    JSONLDataset(url, storage_options=remote.options)  # the index scan fills the cache
+    remote.reset_stats()
+    code = (
+        "import json, sys; from sjsonl import JSONLDataset; from sjsonl.torch import DistributedSampler\n"
+        "ds = JSONLDataset(sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
+        "print(json.dumps([ds[i]['i'] for i in DistributedSampler(ds, num_replicas=1, rank=0, seed=1)]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, url, json.dumps(remote.options)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert sorted(json.loads(out.stdout)) == list(range(N))
+    assert remote.stats()["ranged_gets"] == 0
+
+
+def test_an_object_over_the_cache_limit_is_read_by_ranges(remote, monkeypatch, tmp_path):
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE_BYTES", "4096")
+    data = body()
+    url = remote.put(data)
+    ds = JSONLDataset(url, storage_options=remote.options)
+    remote.reset_stats()
+    assert [ds[i]["i"] for i in (5, 2999, 17)] == [5, 2999, 17]
+    assert remote.stats()["ranged_gets"] >= 1
+    assert not list((tmp_path / "chunks").glob("*.data"))
+
+
+def test_a_forbidden_object_fails_at_once_naming_the_url(remote, monkeypatch):
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    url = remote.put(body(100))
+    ds = JSONLDataset(url, storage_options=remote.options)
+    remote.forbid(url.split("/")[2], "train.jsonl")
+    remote.reset_stats()
+    with pytest.raises((DataFileError, PermissionError), match=url.split("://")[1]):
+        ds[5]
+    assert remote.stats()["ranged_gets"] <= 2  # no retries of a 403 (s3fs may ask once more)
+
+
+@pytest.mark.slow  # s3fs's own retries back off for ~13 s before each of sjsonl's attempts fails
+def test_a_503_that_never_ends_fails_after_the_attempts_naming_the_url(remote, monkeypatch):
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    monkeypatch.setenv("SJSONL_REMOTE_ATTEMPTS", "3")
+    url = remote.put(body(100))
+    # botocore retries a 503 itself first (minutes of backoff by default): only sjsonl's attempts here
+    options = {**remote.options, "config_kwargs": {"retries": {"max_attempts": 1}}}
+    ds = JSONLDataset(url, storage_options=options)
+    remote.reset_stats()
+    remote.set_faults(error_rate=1.0)
+    with pytest.raises(DataFileError, match=rf"cannot read {url}"):
+        ds[5]
+    assert remote.stats()["errors_injected"] >= 3  # each of sjsonl's attempts (s3fs may try again inside)
