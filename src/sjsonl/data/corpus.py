@@ -47,6 +47,7 @@ from sjsonl.index.packed import format_on_disk
 from sjsonl.records.badlines import MAX_REPORTED, BadLines, bad_lines_of, check_policy, scan_file
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import is_url, open_storage
+from sjsonl.storage.atomic import write_batch
 from sjsonl.storage.zip import expand_archives
 
 __all__ = ["IndexBuildError", "IndexReport", "build_indexes", "index_file", "index_files"]
@@ -183,11 +184,14 @@ def _outcomes(
     if task.get("on_bad_lines") is not None:
         check_policy(task["on_bad_lines"])  # a wrong option is one error now, not one per file
     if executor is None:
+        listed: dict[str, list[str]] = {}  # one batch of index writes (each directory swept once)
         for i, path in enumerate(items):
             try:
-                yield i, index_file(path, progress=progress, **task)
+                with write_batch(listed):
+                    got: IndexReport | BaseException = index_file(path, progress=progress, **task)
             except (SJSONLError, OSError) as exc:
-                yield i, exc
+                got = exc
+            yield i, got
         return
     sizes = [_local_size(p) for p in items]
     known = sum(s for s in sizes if s is not None)
@@ -199,7 +203,7 @@ def _outcomes(
             futures[executor.submit(index_file, path, progress=False, **task)] = i
         for fut in as_completed(futures):
             try:
-                got: IndexReport | BaseException = fut.result()
+                got = fut.result()
             except Exception as exc:  # whatever the task or the executor raised: this one file failed
                 got = exc
             i = futures[fut]

@@ -35,6 +35,7 @@ from sjsonl.index import line_number_at
 from sjsonl.index.elements import ARRAY, element_bytes, first_byte, layout_tag, records_end
 from sjsonl.records.decode import excerpt, loads, second_look
 from sjsonl.storage import Storage, byte_view, suffix_of
+from sjsonl.storage.atomic import write_batch
 from sjsonl.storage.formats import format_of_name
 from sjsonl.storage.zip import expand_archives
 
@@ -133,9 +134,11 @@ def open_data_files(paths: Iterable[str | os.PathLike[str]], **kwargs: Any) -> l
     # One file: they run on a thread from the open, the first read waiting for them (an index that fails
     # them is rebuilt then) — unless the caller said not to build one: an unusable index is an error at
     # open then. Many files: each index is checked at the first read of its file. (Opening many on
-    # threads measured slower: the work is mostly Python, under the GIL.)
+    # threads measured slower: the work is mostly Python, under the GIL.) Their new indexes are written as
+    # one batch: each directory is swept of killed writers' temp files once, not once per index.
     if len(expanded) > 1:
-        return [open_data_file(p, defer_verify=True, **kwargs) for p in expanded]
+        with write_batch():
+            return [open_data_file(p, defer_verify=True, **kwargs) for p in expanded]
     background = kwargs.get("build_index_on_load", True)
     return [open_data_file(expanded[0], defer_verify=background, verify_in_background=background, **kwargs)]
 

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import hashlib
 import os
@@ -35,15 +36,13 @@ def _temp_tag() -> str:
 
 def _remove_stale_temps(path: str) -> None:
     """Remove temp files an earlier writer of ``path`` left when it was killed: this host's whose
-    process is gone, and anyone's older than a day (another host's writer may still be running)."""
+    process is gone, and anyone's older than a day (another host's writer may still be running).
+    Inside :func:`write_batch`, from the directory's temp files as listed at its first write there."""
     directory, name = os.path.split(path)
+    temps = _directory_temps(directory or ".")
     mine = _temp_tag().split("-")[0]
-    try:
-        entries = os.listdir(directory or ".")
-    except OSError:
-        return
-    for entry in entries:
-        if not (entry.startswith(name + ".") and entry.endswith(".tmp")):
+    for entry in temps:
+        if not entry.startswith(name + "."):
             continue
         full = os.path.join(directory, entry)
         tag = entry[len(name) + 1 :].split(".")[0]
@@ -54,6 +53,54 @@ def _remove_stale_temps(path: str) -> None:
                 os.unlink(full)
         except OSError:
             continue
+
+
+def _directory_temps(directory: str) -> list[str]:
+    """The names in ``directory`` that end ``.tmp`` — listed now, or, inside :func:`write_batch`, once."""
+    listed = _BATCH.get()
+    if listed is not None and directory in listed:
+        return listed[directory]
+    try:
+        temps = [entry for entry in os.listdir(directory) if entry.endswith(".tmp")]
+    except OSError:
+        temps = []
+    if listed is not None:
+        listed[directory] = temps
+    return temps
+
+
+#: Inside :func:`write_batch`: each directory's temp files, as listed at the first write there.
+_BATCH: contextvars.ContextVar[dict[str, list[str]] | None] = contextvars.ContextVar(
+    "sjsonl_write_batch", default=None
+)
+
+
+@contextlib.contextmanager
+def write_batch(listed: dict[str, list[str]] | None = None) -> Iterator[None]:
+    """Index files written inside (in this thread or task) sweep each directory's temp files once — at
+    the first write there — not at every write: writing the indexes of N files in one directory lists it
+    once, not N times (which made opening N new files cost O(N²)). A temp file a writer killed during
+    the batch leaves is swept by the next write after it. Nested batches are one. ``listed``: a dict
+    (empty at first) that several blocks share to be one batch — a generator's, which yields between
+    its writes and so must not stay inside one block.
+
+    Example:
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> with write_batch():
+        ...     for k in range(3):
+        ...         _atomic_write(os.path.join(d, f"{k}.index.npy"), lambda f: f.write(b"x"))
+        >>> sorted(os.listdir(d))
+        ['0.index.npy', '1.index.npy', '2.index.npy']
+    """
+    if _BATCH.get() is not None:
+        yield
+        return
+    token = _BATCH.set({} if listed is None else listed)
+    try:
+        yield
+    finally:
+        _BATCH.reset(token)
 
 
 def _alive(pid: int) -> bool:
