@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sjsonl import JSONLDataset
+from sjsonl import IndexPlaceWarning, JSONLDataset
 from sjsonl.index.layout import default_index_path
 from sjsonl.index.store import IndexNotSavedWarning, read_index
 
@@ -154,7 +155,8 @@ def test_extending_an_index_on_a_full_disk_never_leaves_it_torn(tmp_path, small_
     _fill(small_fs, 1024)
     with open(path, "ab") as f:
         f.write(records(3000, start=3000))  # 12 KB more offsets: more than the disk has left
-    ds = JSONLDataset(path, index_dir=index_dir)
+    with pytest.warns(IndexPlaceWarning, match=f"{re.escape(str(index_dir))} .* went to the private cache"):
+        ds = JSONLDataset(path, index_dir=index_dir)  # the place asked for is full: said, once
     assert ds._files[0].index_origin == "extended" and ds[:] == _expected(path)
     assert ds.index_paths[0].startswith(str(tmp_path / "xdg"))
     assert Path(old_index).read_bytes() == old_bytes  # restored, byte for byte

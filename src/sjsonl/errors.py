@@ -387,6 +387,11 @@ class IndexNotSavedWarning(UserWarning):
     serves this process from memory and is built again by the next one."""
 
 
+class IndexPlaceWarning(UserWarning):
+    """The index directory asked for (``index_dir=``, ``$SJSONL_INDEX_DIR``) could not be written (read-only,
+    a full disk or quota, a file size limit): the index went to the private cache instead."""
+
+
 class BadLineWarning(UserWarning):
     """``on_bad_lines="warn"``: lines were skipped (the message counts them and names the first)."""
 

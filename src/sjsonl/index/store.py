@@ -19,6 +19,8 @@ again.
 Where: beside the data by default; in ``index_dir=`` / ``$SJSONL_INDEX_DIR`` when given; in the private
 cache directory (``~/.cache/sjsonl/index``, mode 0700) when the data's directory is read-only or other
 users can write there (see :mod:`sjsonl.storage.trust`), under a name keyed by the data file's absolute path.
+An index directory asked for that cannot be written (read-only, a full disk) sends the index to the cache
+too, saying so (:class:`~sjsonl.errors.IndexPlaceWarning`): the user chose that place.
 A remote file's index always lives in the cache, keyed by its URL: sjsonl never writes to remote storage.
 
 A compact index (:mod:`.packed`, ``data.index.packed``, about 1–1.6 bytes a record) may stand in
@@ -47,7 +49,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from sjsonl.errors import IndexNotSavedWarning, SJSONLError, one_line
+from sjsonl.errors import IndexNotSavedWarning, IndexPlaceWarning, SJSONLError, one_line
 from sjsonl.index.layout import (
     _MAX_META,
     _TAIL,
@@ -60,6 +62,7 @@ from sjsonl.index.layout import (
     UntrustedIndexError,
     _fail,
     candidate_index_paths,
+    index_dir_from_env,
 )
 from sjsonl.index.packed import open_packed, packed_index_path, verify_packed, write_packed_index
 from sjsonl.storage import DataStamp, map_readonly
@@ -313,6 +316,8 @@ def write_index_somewhere(
     cache, created with mode 0700, is the last resort. ``compact``: as ``<stem>.index.packed``; the
     index in the other format at the same place, if any, is removed (one index per place)."""
     places = candidate_index_paths(data_path, index_dir)
+    asked = index_dir_from_env(index_dir)
+    refused: OSError | None = None  # why the directory asked for did not take it
     for k, path in enumerate(places):
         other = packed_index_path(path)
         target, other = (other, path) if compact else (path, other)
@@ -322,11 +327,37 @@ def write_index_somewhere(
             written = write_index(target, offsets, meta, compact=compact)
             with contextlib.suppress(OSError):
                 os.unlink(other)
+            if refused is not None and asked is not None:
+                warn_place_refused(data_path, asked, refused, written)
             return written
         except OSError as exc:
             if exc.errno not in _CANNOT_WRITE or k == len(places) - 1:
                 raise
+            if k == 0 and os.path.dirname(path) == asked:  # (an untrusted one is not among the places)
+                refused = exc
     raise AssertionError("unreachable")
+
+
+def warn_place_refused(data_path: str, asked: str, exc: OSError, written: str) -> None:
+    """Say (once per directory and process) that the index directory asked for could not be written, why,
+    and where the index of ``data_path`` went instead."""
+    if asked in _PLACE_REFUSED:
+        return
+    _PLACE_REFUSED.add(asked)
+    why = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    warnings.warn(
+        one_line(
+            f"could not write the index of {data_path} to the index directory asked for, {asked} (index_dir= "
+            f"or $SJSONL_INDEX_DIR): {why}{where}; it went to the private cache instead: {written} (said "
+            "once for this directory: other indexes that cannot be written there go to the cache too)"
+        ),
+        IndexPlaceWarning,
+        stacklevel=5,
+    )
+
+
+_PLACE_REFUSED: set[str] = set()
 
 
 def warn_not_saved(data_path: str, exc: OSError) -> None:
