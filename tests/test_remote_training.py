@@ -134,3 +134,37 @@ def test_a_503_that_never_ends_fails_after_the_attempts_naming_the_url(remote, m
     with pytest.raises(DataFileError, match=rf"cannot read {url}"):
         ds[5]
     assert remote.stats()["errors_injected"] >= 3  # each of sjsonl's attempts (s3fs may try again inside)
+
+
+def test_a_fresh_cache_gives_first_batches_by_ranges_and_fills_in_the_background(
+    remote, monkeypatch, tmp_path
+):
+    """An index built elsewhere (here: with the cache off) leaves the cache empty: the first batches read
+    their own ranges (no chunks are fetched before the first batch) and hand the chunks to the background filler;
+    once it has brought them, reads ask the server for nothing."""
+    from sjsonl.storage.chunk_fill import ChunkFiller
+
+    url = remote.put(body(80_000))  # ~5 MB: 5 chunks
+    index_dir = str(tmp_path / "index")
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path / "chunks"))
+    wanted: list[int] = []
+    monkeypatch.setattr(ChunkFiller, "want", lambda self, chunks: wanted.extend(chunks))  # held back here
+    monkeypatch.setattr("sjsonl.storage.remote.DIRECT_ABOVE", 1)  # (a small object: few chunks)
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
+    storage = ds._files[0].storage
+    store = storage._store()
+    remote.reset_stats()
+    order = list(DistributedSampler(ds, num_replicas=1, rank=0, seed=5))
+    assert [r["i"] for r in ds[order[:64]]] == order[:64]
+    assert remote.stats()["ranged_gets"] >= 1  # the batch's own (merged) ranges; no chunk was stored:
+    assert wanted and set(wanted) <= set(store.missing(range(store.count)))  # left to the filler
+    monkeypatch.undo()  # (the real filler, the same environment)
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path / "chunks"))
+    filler = ChunkFiller(store, storage._fill)
+    filler.want(sorted(set(wanted)))
+    assert filler.wait(60) and store.missing(range(store.count)) == []
+    remote.reset_stats()
+    assert [r["i"] for k in range(0, 80_000, 4000) for r in ds[order[k : k + 4000]]] == order
+    assert remote.stats()["ranged_gets"] == 0

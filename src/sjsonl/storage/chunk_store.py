@@ -31,13 +31,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import stat
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 CHUNK_BYTES = 1 << 20
@@ -142,6 +144,20 @@ class ChunkStore:
         except OSError:  # a full disk: the chunk is simply not cached
             return
         self._verified.add(chunk)
+
+    @contextlib.contextmanager
+    def locked(self, chunks: Sequence[int]) -> Iterator[None]:
+        """Hold ``chunks`` (ascending: no two processes wait on each other) while fetching them, so the
+        DataLoader workers of a node fetch each chunk once: a process that waited finds it present."""
+        held = []
+        try:
+            for c in sorted(chunks):
+                fcntl.lockf(self._table, fcntl.LOCK_EX, _ENTRY.size, c * _ENTRY.size)
+                held.append(c)
+            yield
+        finally:
+            for c in held:
+                fcntl.lockf(self._table, fcntl.LOCK_UN, _ENTRY.size, c * _ENTRY.size)
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes ``start..end`` (their chunks must be present: see :meth:`missing`)."""

@@ -42,12 +42,16 @@ from typing import Any
 
 from sjsonl.errors import DataFileError, StaleDataError, require
 from sjsonl.storage.base import DataStamp, data_file_error, fingerprint_of, iter_ranges
+from sjsonl.storage.chunk_fill import ChunkFiller
 from sjsonl.storage.chunk_store import ChunkStore, cache_settings
 from sjsonl.storage.retry import RetryPolicy, is_transient, with_retries
 
 #: Bytes per ranged request during an index scan, and how many are in flight at once.
 SCAN_REQUEST_BYTES = 8 << 20
 SCAN_CONCURRENCY = 4
+#: A read that needs more uncached chunks than this reads its own ranges and leaves the chunks to the
+#: background filler: the first batches of a fresh cache cost a round trip, not whole chunks.
+DIRECT_ABOVE = 4
 _ETAG_KEYS = ("ETag", "etag", "md5Hash", "md5")
 _CONDITIONAL_PROTOCOLS = ("s3", "s3a")  # protocols whose reads take If-Match (s3fs: s3_additional_kwargs)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
@@ -100,6 +104,7 @@ class RemoteFile:
         self._fs_state: tuple[int, Any, str] | None = None
         self._read_fs_state: tuple[int, Any, str] | None = None
         self._store_state: tuple[int, ChunkStore | None] | None = None
+        self._filler_state: tuple[int, ChunkFiller] | None = None
         self._checked_at: tuple[int, float] | None = None  # (pid, monotonic time) of the last version check
         self._info = self._fetch_info()  # fails now, with a clear message, if the object is missing
         self._check_ranges()
@@ -163,7 +168,7 @@ class RemoteFile:
     def pin(self, stamp: DataStamp) -> None:
         """Read only the object version ``stamp`` describes (its ETag) from now on."""
         self.pinned = stamp
-        self._read_fs_state = self._store_state = None
+        self._read_fs_state = self._store_state = self._filler_state = None
 
     def _store(self) -> ChunkStore | None:
         """This process's local chunk cache of the object (:mod:`~sjsonl.storage.chunk_store`), if any: only
@@ -231,10 +236,26 @@ class RemoteFile:
             return self._fetch(wanted)
         self._check_version()
         missing = store.missing(store.chunks_of(wanted))
+        if len(missing) > DIRECT_ABOVE:  # a fresh cache: these ranges now, their chunks in the background
+            self._filler(store).want(missing)
+            return self._fetch(wanted)
         if missing:
-            for c, data in zip(missing, self._fetch([store.span(c) for c in missing])):
-                store.put(c, data)
+            self._fill(store, missing)
         return [store.read(s, e) if e > s else b"" for s, e in wanted]
+
+    def _fill(self, store: ChunkStore, chunks: Sequence[int]) -> None:
+        """Fetch ``chunks`` into ``store`` (those another process fetched meanwhile are not asked again)."""
+        with store.locked(chunks):
+            todo = store.missing(chunks)
+            if todo:
+                for c, data in zip(todo, self._fetch([store.span(c) for c in todo])):
+                    store.put(c, data)
+
+    def _filler(self, store: ChunkStore) -> ChunkFiller:
+        state = self._filler_state
+        if state is None or state[0] != os.getpid():
+            state = self._filler_state = (os.getpid(), ChunkFiller(store, self._fill))
+        return state[1]
 
     def _check_version(self) -> None:
         """Reads served from the local cache ask the server nothing, so the pinned version is checked
@@ -247,7 +268,7 @@ class RemoteFile:
             return
         now = time.monotonic()
         last = self._checked_at
-        if last is not None and last[0] == os.getpid() and now - last[1] < _check_seconds():
+        if last is not None and now - last[1] < _check_seconds():  # (a forked worker inherits its parent's)
             return
         self._checked_at = (os.getpid(), now)
         try:
@@ -330,9 +351,8 @@ class RemoteFile:
         state = self._store_state
         if state is not None and state[0] == os.getpid() and state[1] is not None:
             state[1].close()
-        self._fs_state = self._read_fs_state = self._store_state = (
-            None  # fsspec's (cached, shared) instances: not ours to close
-        )
+        # fsspec's (cached, shared) instances are not ours to close
+        self._fs_state = self._read_fs_state = self._store_state = self._filler_state = None
 
     # Pickling carries the URL and options; the receiving process makes its own filesystem.
     def __getstate__(self) -> dict:
@@ -346,6 +366,7 @@ class RemoteFile:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._fs_state = self._read_fs_state = self._store_state = self._checked_at = None
+        self._filler_state = None
         self._fsspec = require("fsspec", "remote")
 
     def __repr__(self) -> str:

@@ -1,0 +1,87 @@
+"""Filling a remote object's chunk cache in the background (:mod:`~sjsonl.storage.chunk_store`).
+
+The first batches over a fresh cache need records from everywhere in the object: fetching their whole chunks
+first would make the first batch wait for most of the object. Instead such a read fetches its own ranges (one
+round trip), and hands the chunks to a :class:`ChunkFiller` — one daemon thread per process that fetches them
+a few at a time (``BATCH`` concurrent requests), in the order they were first wanted, under the store's
+chunk locks (so the DataLoader workers of a node do not fetch a chunk twice). Once a chunk is in, reads of its
+records are local. A failed fill (the network, a replaced object) is dropped: the read that needs those bytes
+fetches them itself and raises what it meets.
+
+Example:
+    >>> import tempfile, threading
+    >>> from sjsonl.storage.chunk_store import ChunkStore
+    >>> body = bytes(range(64))
+    >>> store = ChunkStore.open(tempfile.mkdtemp(), ("mem://x", 64, "e"), 64, chunk_bytes=16)
+    >>> def fill(s, chunks):
+    ...     for c in s.missing(chunks):
+    ...         lo, hi = s.span(c)
+    ...         s.put(c, body[lo:hi])
+    >>> filler = ChunkFiller(store, fill)
+    >>> filler.want([3, 1]); filler.wait(5)
+    True
+    >>> store.missing([0, 1, 2, 3])
+    [0, 2]
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: Chunks fetched at once by the filler (concurrent requests).
+BATCH = 8
+
+
+class ChunkFiller:
+    """A background thread that fills ``store`` by calling ``fill(store, chunks)``."""
+
+    def __init__(self, store: Any, fill: Callable[[Any, Sequence[int]], None]) -> None:
+        self.store, self._fill = store, fill
+        self._queue: deque[int] = deque()
+        self._queued: set[int] = set()
+        self._cond = threading.Condition()
+        self._busy = False
+        self._thread: threading.Thread | None = None
+
+    def want(self, chunks: Sequence[int]) -> None:
+        """Queue ``chunks`` (those not queued already) for fetching."""
+        with self._cond:
+            for c in chunks:
+                if c not in self._queued:
+                    self._queued.add(c)
+                    self._queue.append(c)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sjsonl-chunk-fill", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the queue emptied (and the last fetch ended) within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                self._busy = True
+            try:
+                self._fill(self.store, batch)
+            except Exception:  # the read that needs these bytes fetches them itself and raises
+                pass
+            with self._cond:
+                self._queued.difference_update(batch)
+                self._busy = False
+                self._cond.notify_all()
