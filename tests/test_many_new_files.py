@@ -5,12 +5,15 @@ directory at every write made a first open of 10,000 small files take minutes). 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import pytest
 
-from sjsonl import JSONLDataset, build_indexes
+from sjsonl import ArtifactWarning, JSONLDataset, build_indexes
 from sjsonl.data.corpus import index_files
+from sjsonl.index import store
+from sjsonl.index.store import read_index
 from sjsonl.storage.atomic import _temp_tag
 
 
@@ -105,3 +108,46 @@ def test_a_temp_left_after_one_open_is_swept_by_the_next(tmp_path):
     ds = JSONLDataset(paths)
     assert len(ds) == 16 and ds[9] == {"file": 3, "v": 2}
     assert not dead.exists() and not old.exists() and live.exists()
+
+
+@pytest.fixture
+def fsyncs(monkeypatch):
+    """The descriptors ``os.fsync`` was called with."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def counted(fd):
+        calls.append(fd)
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    return calls
+
+
+def test_the_indexes_of_one_open_are_not_fsynced_one_by_one(tmp_path, fsyncs):
+    assert len(JSONLDataset(_corpus(tmp_path / "many", 30))) == 90
+    assert fsyncs == []  # (it was one per index written)
+    JSONLDataset(_corpus(tmp_path / "one", 1)[0])
+    assert len(fsyncs) == 1  # an index written alone still is
+
+
+@pytest.mark.parametrize("left", ["nothing", "zeros", "zeroed offsets"])
+def test_what_a_system_crash_may_leave_of_an_unsynced_index_is_rebuilt(tmp_path, left):
+    paths = _corpus(tmp_path, 5)
+    index = Path(JSONLDataset(paths).index_paths[2])
+    raw = index.read_bytes()
+    if left == "nothing":  # the name made durable, the bytes never written
+        raw = b""
+    elif left == "zeros":
+        raw = bytes(len(raw))
+    else:  # header and trailer written back, the offsets not
+        found = read_index(str(index))
+        start = raw.index(found.offsets.tobytes())
+        raw = raw[:start] + bytes(found.offsets.nbytes) + raw[start + found.offsets.nbytes :]
+    index.write_bytes(raw)
+    store._VERIFIED.clear()  # as in the process after the crash
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ArtifactWarning)  # (a corrupt index is reported as it is rebuilt)
+        ds = JSONLDataset(paths)
+        assert list(ds) == [{"file": k, "i": i} for k in range(5) for i in range(3)]
+    assert read_index(str(index)).offsets.tolist() == [0, 20, 40]  # rebuilt and saved

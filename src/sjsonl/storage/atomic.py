@@ -3,6 +3,15 @@ old file or the whole new one — and the removal of temp files that killed writ
 :func:`atomic_output` is the general form (the command line writes its outputs with it); index files go
 through :func:`_atomic_write`.
 
+Index files written in a batch (:func:`write_batch`: the indexes one open of many files builds) are not
+fsynced one by one — for files of a few records that fsync was about half the cost of a first open.
+Readers still see the old file or the whole new one (``os.replace``), and so does the next process after
+one is killed mid-write; only a crash of the whole system in the half minute or so before the kernel
+writes them back can leave such an index empty or torn, and an index is a cache that is checked before use (size, trailer,
+CRC-32 of the offsets, bounds; :mod:`sjsonl.index.store`): it is then rebuilt, never used. Every other
+write — an index written alone, the command line's outputs, which are data — is fsynced before it is
+moved into place.
+
 Example:
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "d.index.npy")
@@ -80,9 +89,10 @@ def write_batch(listed: dict[str, list[str]] | None = None) -> Iterator[None]:
     """Index files written inside (in this thread or task) sweep each directory's temp files once — at
     the first write there — not at every write: writing the indexes of N files in one directory lists it
     once, not N times (which made opening N new files cost O(N²)). A temp file a writer killed during
-    the batch leaves is swept by the next write after it. Nested batches are one. ``listed``: a dict
-    (empty at first) that several blocks share to be one batch — a generator's, which yields between
-    its writes and so must not stay inside one block.
+    the batch leaves is swept by the next write after it. They are not fsynced one by one (see the
+    module's notes). Nested batches are one. ``listed``: a dict (empty at first) that several blocks
+    share to be one batch — a generator's, which yields between its writes and so must not stay inside
+    one block.
 
     Example:
         >>> import os, tempfile
@@ -115,7 +125,7 @@ def _alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def atomic_output(
-    path: str, *, replace: bool = True, mode: int | None = None, sweep: bool = False
+    path: str, *, replace: bool = True, mode: int | None = None, sweep: bool = False, sync: bool = True
 ) -> Iterator[IO[bytes]]:
     """A new temp file beside ``path``, open for writing (``.name`` is its path); when the block ends it is
     fsynced and moved to ``path`` in one step. An exception (Ctrl-C included) inside the block removes it
@@ -128,6 +138,8 @@ def atomic_output(
             gets (``0o666`` less the umask), as a plain ``open(path, "w")`` would.
         sweep: first remove temp files of ``path`` that killed writers left — only for names sjsonl owns
             (index files): a user's ``out.jsonl.old.tmp`` is never touched.
+        sync: fsync the file before it is moved into place (``False``: only for a file that is checked
+            before every use and may be rebuilt, as an index is).
 
     Example:
         >>> import os, tempfile
@@ -150,7 +162,8 @@ def atomic_output(
         with open(tmp, "wb", opener=lambda *_: fd) as f:  # mkstemp's descriptor, with the name as .name
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.chmod(tmp, _new_mode(path) if mode is None else mode)
         if replace:
             os.replace(tmp, path)
@@ -191,9 +204,10 @@ def _link_new(tmp: str, path: str) -> None:
 
 def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
     """Write an index file (mode 0644) with :func:`atomic_output`, sweeping old temp files first — never
-    into a place whose mode grants no write permission, even for root (:func:`.trust.read_only_reason`)."""
+    into a place whose mode grants no write permission, even for root (:func:`.trust.read_only_reason`).
+    Inside :func:`write_batch` it is not fsynced (see the module's notes)."""
     reason = read_only_reason(path)
     if reason is not None:  # the user made the place read-only
         raise PermissionError(errno.EACCES, f"not writing {path}: {reason}")
-    with atomic_output(path, mode=0o644, sweep=True) as f:
+    with atomic_output(path, mode=0o644, sweep=True, sync=_BATCH.get() is None) as f:
         write(f)
