@@ -374,7 +374,7 @@ def load_or_build_index(
         )
     if found is not None and compact is not None and found.compact != compact and not index_path and build:
         found = _convert(storage, found, compact, index_dir)
-    if found is None and compact is None and not index_path:
+    if found is None and compact is None and not index_path and problems:  # (none: no file in any place)
         compact = format_on_disk(storage.path, index_dir)
     if found is None:
         found = _build(
