@@ -107,7 +107,10 @@ def _s3_writer(name: str, options: dict, seconds: float, done: Any) -> None:
         client.put_object(Bucket=name, Key="chaos.jsonl", Body=body)
 
 
-def test_no_wrong_records_from_an_s3_object_being_replaced(bucket):
+def test_no_wrong_records_from_an_s3_object_being_replaced(bucket, monkeypatch):
+    # every read checks the version first (the strictest setting; with the default, a background check
+    # at most every second: tests/test_pinning.py), so the readers meet the replacements as errors too
+    monkeypatch.setenv("SJSONL_REMOTE_CHECK_SECONDS", "0")
     url = bucket.put("chaos.jsonl", _chaos.records(1, 0, 500, 5))
     first = JSONLDataset(url, storage_options=bucket.options)
     ctx = mp.get_context("spawn")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -105,7 +106,10 @@ class RemoteFile:
         self._read_fs_state: tuple[int, Any, str] | None = None
         self._store_state: tuple[int, ChunkStore | None] | None = None
         self._filler_state: tuple[int, ChunkFiller] | None = None
-        self._checked_at: tuple[int, float] | None = None  # (pid, monotonic time) of the last version check
+        self._checked_at: tuple[int, float] | None = None
+        self._version_error: tuple[int, Exception] | None = (
+            None  # (pid, what a background check found)  # (pid, monotonic time) of the last version check
+        )
         self._info = self._fetch_info()  # fails now, with a clear message, if the object is missing
         self._check_ranges()
 
@@ -259,25 +263,40 @@ class RemoteFile:
 
     def _check_version(self) -> None:
         """Reads served from the local cache ask the server nothing, so the pinned version is checked
-        with a metadata request at most every ``$SJSONL_REMOTE_CHECK_SECONDS`` (1 s; 0: every read) and on
-        the first read of each process: a replaced object raises :class:`~sjsonl.errors.StaleDataError`
-        within that time. What the cache serves meanwhile are the pinned version's bytes (CRC-checked),
-        the very bytes the index addresses — never a record of the new object at the old offsets."""
+        with a metadata request at most every ``$SJSONL_REMOTE_CHECK_SECONDS`` (1 s), on a background thread
+        (a read does not wait for the round trip): once a check finds the object replaced, every read
+        raises :class:`~sjsonl.errors.StaleDataError`. With ``0`` every read checks first, synchronously.
+        What the cache serves meanwhile are the pinned version's bytes (CRC-checked), the very bytes the
+        index addresses — never a record of the new object at the old offsets."""
         pinned = self.pinned
         if pinned is None:
             return
-        now = time.monotonic()
+        found = self._version_error
+        if found is not None and found[0] == os.getpid():
+            raise type(found[1])(str(found[1]))
+        interval, now = _check_seconds(), time.monotonic()
         last = self._checked_at
-        if last is not None and now - last[1] < _check_seconds():  # (a forked worker inherits its parent's)
+        if last is not None and now - last[1] < interval:  # (a forked worker inherits its parent's)
             return
         self._checked_at = (os.getpid(), now)
-        try:
-            current = with_retries(lambda: self.stamp(fingerprint=False))
-        except DataFileError as gone:
-            raise gone from None
+        if interval == 0:
+            self._compare(pinned)
+        else:
+            threading.Thread(target=self._compare_in_background, args=(pinned,), daemon=True).start()
+
+    def _compare(self, pinned: DataStamp) -> None:
+        current = with_retries(lambda: self.stamp(fingerprint=False))
         change = pinned.describe_change(current, content=False)
         if change is not None:
             raise StaleDataError(f"{self.path} changed after it was indexed: {change}; reopen the dataset")
+
+    def _compare_in_background(self, pinned: DataStamp) -> None:
+        try:
+            self._compare(pinned)
+        except (StaleDataError, DataFileError) as err:  # replaced or gone: every read from now on says so
+            self._version_error = (os.getpid(), err)
+        except Exception:  # the network: the next check asks again (a read that needs the server raises)
+            self._checked_at = None
 
     def _fetch(self, wanted: Sequence[tuple[int, int]]) -> list[bytes]:
         """The ranges from the server, concurrently; the ranges that failed transiently are asked again
@@ -335,6 +354,7 @@ class RemoteFile:
     def stamp(self, *, fingerprint: bool = True) -> DataStamp:
         """Size, mtime, ETag (one metadata request) and, unless told not to, the head/tail hash."""
         self._info = info = self._fetch_info()
+        self._checked_at = (os.getpid(), time.monotonic())  # (a fresh look: the next version check can wait)
         size = int(info["size"])
         etag = next((str(info[k]) for k in _ETAG_KEYS if info.get(k)), "")
         mtime = next((_mtime_ns(info[k]) for k in _MTIME_KEYS if info.get(k) is not None), 0)
@@ -366,7 +386,7 @@ class RemoteFile:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._fs_state = self._read_fs_state = self._store_state = self._checked_at = None
-        self._filler_state = None
+        self._filler_state = self._version_error = None
         self._fsspec = require("fsspec", "remote")
 
     def __repr__(self) -> str:
