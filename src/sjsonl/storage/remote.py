@@ -95,7 +95,13 @@ class RemoteFile:
     #: requests of a batch go out concurrently, and bytes read through gaps are wasted (on every batch of
     #: a medium-sized file, 1 MiB gaps merged 256 random records into reading all 64 MiB). 256 KiB: a
     #: few ms of transfer, bounded waste.
-    coalesce_gap = 256 << 10
+    REMOTE_GAP = 256 << 10
+    #: With the chunk cache a read is a local ``pread``: reading through a gap is a wasted copy.
+    CACHED_GAP = 4 << 10
+
+    @property
+    def coalesce_gap(self) -> int:
+        return self.CACHED_GAP if self._store() is not None else self.REMOTE_GAP
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self._fsspec = require("fsspec", "remote")
