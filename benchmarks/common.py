@@ -275,6 +275,7 @@ SUITES = {
         "The guarded memory map (the default read path) vs the raw mmap before",
     ),
     "versions": ("bench_versions", "Before and after “never a wrong record”: this checkout vs d36b2b4"),
+    "remote": ("bench_remote", "Training from S3: shuffled epochs with and without the local chunk cache"),
     "packing": ("bench_packing", "Packing: ds.pack vs 🤗 load_dataset + map + TRL pack_dataset"),
     "parallel": (
         "bench_parallel",

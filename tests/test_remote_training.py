@@ -140,8 +140,8 @@ def test_a_fresh_cache_gives_first_batches_by_ranges_and_fills_in_the_background
     remote, monkeypatch, tmp_path
 ):
     """An index built elsewhere (here: with the cache off) leaves the cache empty: the first batches read
-    their own ranges (no chunks are fetched before the first batch) and hand the chunks to the background filler;
-    once it has brought them, reads ask the server for nothing."""
+    their own ranges (no chunks are fetched before the first batch) and hand the chunks to the background
+    filler; once it has brought them, reads ask the server for nothing."""
     from sjsonl.storage.chunk_fill import ChunkFiller
 
     url = remote.put(body(80_000))  # ~5 MB: 5 chunks

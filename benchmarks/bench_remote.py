@@ -1,0 +1,180 @@
+"""Training from S3: a shuffled epoch (exact: ``DistributedSampler``) through a DataLoader with 4 workers,
+batch 64, from an S3 object, at 0 and 30 ms of latency per request — sjsonl with its local chunk cache (first
+epoch from an empty cache, second epoch), without it (one ranged read per record, merged per batch: the
+path before the cache), and on a local copy of the file.
+
+The server is moto's S3 behind the proxy of ``tests/_s3_proxy.py``, which answers ranged GETs of the
+benchmark objects itself from memory in O(range) (stock moto reads the whole object for every ranged GET,
+~35 ms of CPU on 64 MiB: it would measure moto) and adds the latency; it counts requests and bytes, which
+give GETs and MB per 1,000 records. The index is built beforehand (its own figure: the scan over the wire vs
+the local scan); the cache-on first epoch starts from an empty chunk cache (the index built with the cache
+off), so it measures chunk fetches, not the scan's filling. Each variant reads the first 20,000 records of
+the epoch (2,000 without the cache at 30 ms); records/s is over them, first batch is the time to the first
+batch from a new DataLoader iterator. Corpora: 64 MiB of ~180-byte records and 128 MiB of ~2 KB ones
+(``--quick``: 8 and 16 MiB, 0 ms only).
+
+    python benchmarks/bench_remote.py [--quick]
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests._s3_proxy
+from common import bench_main, corpus, environ, figure
+from sjsonl import JSONLDataset
+from sjsonl.torch import DistributedSampler
+
+os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")  # (the server is local)
+
+COLUMNS = [
+    "corpus",
+    "latency",
+    "variant",
+    "records/s",
+    "first batch",
+    "GETs/1k rec",
+    "MB/1k rec",
+    "disk",
+    "note",
+]
+RECORDS, RECORDS_UNCACHED = 20_000, 2_000
+WORKERS, BATCH = 4, 64
+
+
+def _ids(batch: list[Any]) -> list[int]:
+    return [r["id"] for r in batch]
+
+
+def _epoch(ds: JSONLDataset, records: int) -> tuple[float, float]:
+    """(records/s over the first ``records`` of a shuffled epoch, seconds to the first batch)."""
+    sampler = DistributedSampler(ds, num_replicas=1, rank=0, seed=0)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=BATCH, sampler=sampler, num_workers=WORKERS, collate_fn=_ids, persistent_workers=False
+    )
+    t0 = time.perf_counter()
+    it = iter(loader)
+    next(it)
+    first = time.perf_counter() - t0
+    got = BATCH + sum(len(b) for b in itertools.islice(it, records // BATCH - 1))
+    total = time.perf_counter() - t0
+    del it
+    return got / total, first
+
+
+def _disk(directory: str) -> int:
+    return sum(os.stat(os.path.join(d, f)).st_blocks * 512 for d, _, fs in os.walk(directory) for f in fs)
+
+
+def _start_server() -> tuple[Any, Any, Any]:
+    import boto3
+    from moto.server import ThreadedMotoServer
+    from tests._s3_proxy import S3Proxy  # type: ignore[import-not-found]
+    from tests.conftest import _free_port  # type: ignore[import-not-found]
+
+    port = _free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    moto.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    options = {
+        "endpoint_url": endpoint,
+        "key": "x",
+        "secret": "x",
+        "client_kwargs": {"region_name": "us-east-1"},
+    }
+    client = boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
+    )
+    proxy = S3Proxy(endpoint, options).start()
+    return moto, proxy, client
+
+
+def _one_corpus(
+    kind: str, size: int, latencies: list[float], proxy: Any, client: Any, work: str
+) -> list[dict]:
+    path = str(corpus(kind, size))
+    with open(path, "rb") as f:
+        data = f.read()
+    bucket = f"bench-{uuid.uuid4().hex[:8]}"
+    client.create_bucket(Bucket=bucket)
+    client.put_object(Bucket=bucket, Key="train.jsonl", Body=data)
+    proxy.serve_locally(bucket, "train.jsonl", data)
+    url = f"s3://{bucket}/train.jsonl"
+    label = f"{kind}, {size >> 20} MiB"
+    rows: list[dict] = []
+    index_dir = os.path.join(work, f"index-{kind}")
+    os.makedirs(index_dir)
+    t0 = time.perf_counter()
+    JSONLDataset(path, index_dir=os.path.join(work, f"local-index-{kind}"))
+    local_build = time.perf_counter() - t0
+    with environ("SJSONL_REMOTE_CACHE", "off"):
+        t0 = time.perf_counter()
+        JSONLDataset(url, storage_options=proxy.options, index_dir=index_dir)
+        remote_build = time.perf_counter() - t0
+    figure(f"index_{kind}", remote_build, "s", what=f"index build of an S3 object over the wire ({label})",
+           median_of=1, baseline="the same file's local index build", baseline_value=local_build)  # fmt: skip
+    local = JSONLDataset(path, index_dir=os.path.join(work, f"local-index-{kind}"))
+    local_rate, local_first = _epoch(local, RECORDS)
+    rows.append({"corpus": label, "latency": "—", "variant": "local copy", "records/s": f"{local_rate:,.0f}",
+                 "first batch": f"{local_first:.2f} s"})  # fmt: skip
+    for latency in latencies:
+        proxy.set_faults(latency=latency)
+        ms = f"{latency * 1e3:.0f} ms"
+        cache = os.path.join(work, f"chunks-{kind}-{latency}")
+        for variant, env, records in (
+            ("no cache (ranged reads)", "off", RECORDS_UNCACHED if latency else RECORDS),
+            ("cache, 1st epoch (empty cache)", cache, RECORDS),
+            ("cache, 2nd epoch", cache, RECORDS),
+        ):
+            with environ("SJSONL_REMOTE_CACHE", env):
+                ds = JSONLDataset(url, storage_options=proxy.options, index_dir=index_dir)
+                proxy.reset_stats()
+                rate, first = _epoch(ds, records)
+                stats = proxy.stats()
+            per_k = 1000 / records
+            disk = _disk(cache) if env != "off" else 0
+            rows.append({
+                "corpus": label, "latency": ms, "variant": variant, "records/s": f"{rate:,.0f}",
+                "first batch": f"{first:.2f} s", "GETs/1k rec": f"{stats['ranged_gets'] * per_k:.1f}",
+                "MB/1k rec": f"{stats['bytes_served'] * per_k / 1e6:.2f}", "disk": f"{disk / 2**20:.0f} MiB",
+                "note": f"{rate / local_rate:.2f}x the local copy",
+            })  # fmt: skip
+            key = {"no cache (ranged reads)": "nocache", "cache, 1st epoch (empty cache)": "epoch1"}.get(
+                variant, "epoch2"
+            )
+            figure(f"{key}_{kind}_{latency * 1e3:.0f}ms", rate, "rec/s",
+                   what=f"shuffled epoch from S3, {variant}, {ms} per request, {label}, DataLoader 4 workers",
+                   median_of=1, baseline="the local copy", baseline_value=local_rate)  # fmt: skip
+        proxy.set_faults()
+    return rows
+
+
+def run(quick: bool) -> list[dict]:
+    moto, proxy, client = _start_server()
+    work = tempfile.mkdtemp(prefix="sjsonl-bench-remote-")
+    try:
+        latencies = [0.0] if quick else [0.0, 0.030]
+        rows = _one_corpus("short", (8 if quick else 64) << 20, latencies, proxy, client, work)
+        rows += _one_corpus("long", (16 if quick else 128) << 20, latencies, proxy, client, work)
+    finally:
+        proxy.stop()
+        moto.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    for row in rows:
+        for column in COLUMNS:
+            row.setdefault(column, "")
+    return rows
+
+
+if __name__ == "__main__":
+    bench_main(__doc__, run, COLUMNS, "8 and 16 MiB corpora, 0 ms only")
