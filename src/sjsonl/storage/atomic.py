@@ -7,10 +7,10 @@ Index files written in a batch (:func:`write_batch`: the indexes one open of man
 fsynced one by one — for files of a few records that fsync was about half the cost of a first open.
 Readers still see the old file or the whole new one (``os.replace``), and so does the next process after
 one is killed mid-write; only a crash of the whole system in the half minute or so before the kernel
-writes them back can leave such an index empty or torn, and an index is a cache that is checked before use (size, trailer,
-CRC-32 of the offsets, bounds; :mod:`sjsonl.index.store`): it is then rebuilt, never used. Every other
-write — an index written alone, the command line's outputs, which are data — is fsynced before it is
-moved into place.
+writes them back can leave such an index empty or torn — and an index is a cache, checked before use
+(size, trailer, CRC-32 of the offsets, bounds; :mod:`sjsonl.index.store`): it is then rebuilt, never
+used. Every other write — an index written alone, the command line's outputs, which are data — is
+fsynced before it is moved into place.
 
 Example:
     >>> import os, tempfile
