@@ -20,7 +20,7 @@ README = REPO / "README.md"
 #: The README's quickstart, then the guides' Python blocks in the order the site shows them (mkdocs.yml's
 #: nav): one session, as a reader following them would run it.
 GUIDES = ["records", "training-order", "mixtures", "mindspore-hf", "migration", "trainers", "packing",
-          "compressed-remote", "large-corpora", "cli", "reliability"]  # fmt: skip
+          "compressed-remote", "object-storage", "large-corpora", "cli", "reliability"]  # fmt: skip
 DOCS = [README, *(REPO / "docs" / "guides" / f"{name}.md" for name in GUIDES)]
 
 #: What each ``print`` of the README prints, in order: the value the README shows, or None for a print
