@@ -58,6 +58,9 @@ KEYS = [
     "packing.pack_first",
     "packing.pack_disk",
     "packing.efficiency_bfd",
+    "remote.nocache_short_30ms",
+    "remote.epoch1_short_30ms",
+    "remote.epoch2_short_30ms",
 ]
 
 _SIZES = {"B/rec", "MB", "MiB"}
