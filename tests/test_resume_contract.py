@@ -207,6 +207,17 @@ def _packed_iterable(ds: JSONLDataset, p: Params) -> Made:
     return Made(it, lambda: (tuple(pack["input_ids"]) for pack in it))
 
 
+def _packed_loader(ds: JSONLDataset, p: Params) -> Made:
+    """torchdata's StatefulDataLoader (batches of 2, ``p.workers`` workers) over the packed iterable."""
+    it = _packed_iterable(ds, p).obj
+    loader = StatefulDataLoader(it, batch_size=2, num_workers=p.workers, collate_fn=_pack_ids)
+    return Made(loader, lambda: iter(loader))
+
+
+def _pack_ids(batch: list[dict]) -> tuple:
+    return tuple(tuple(pack["input_ids"]) for pack in batch)
+
+
 MAKERS: list[Maker] = [
     Maker("sampler", _sampler, (DistributedSampler,)),
     Maker("sampler/packed", _packed_sampler, (DistributedSampler,)),
@@ -257,6 +268,7 @@ LOADER_MAKERS: list[Maker] = [
     Maker(
         "StatefulDataLoader/torch-iterable", _loader(_torch_iterable(lambda ds, p: ds)), (), world_rule="n/a"
     ),
+    Maker("StatefulDataLoader/packed", _packed_loader, (), world_rule="n/a"),
     Maker(
         "StatefulDataLoader/hf-iterable",
         _loader(_hf_iterable),
