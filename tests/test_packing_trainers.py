@@ -5,6 +5,7 @@
   checkpoint have the losses of an uninterrupted run.
 - TRL's ``SFTTrainer`` (padding-free) over the packs streamed as a 🤗 ``IterableDataset``: it trains on
   exactly the packs, in their order, with TRL's own collator.
+- MindSpore's GeneratorDataset (to_generator_dataset) gives the packs, padded or not.
 - A plain script without a main guard (and a notebook kernel) packs 60,000 records with a Python tokenizer
   defined in the script (``workers=2``: the length pass goes to sjsonl's worker processes): the script runs
   once, and the lengths are those a single process gives.
@@ -161,3 +162,18 @@ def test_a_notebook_kernel_packs(big_file, tmp_path, monkeypatch):
     text = "".join(o.get("text", "") for o in nb.cells[0].outputs if o["output_type"] == "stream")
     out = json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
     assert out["same"] is True and out["tokens"] == sum(i % 40 + 1 for i in range(60_000))
+
+
+@pytest.mark.parametrize("padding", [False, "max_length"])
+def test_mindspore_generator_dataset_gives_the_packs(tmp_path, padding):
+    pytest.importorskip("mindspore")
+    from sjsonl.mindspore import to_generator_dataset
+
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps({"ids": list(range(i % 7 + 1))}) + "\n" for i in range(200)))
+    packed = JSONLDataset(str(path)).pack(16, column="ids", padding=padding).shuffle(seed=2)
+    rows = list(to_generator_dataset(packed, shuffle=False).create_dict_iterator(output_numpy=True))
+    assert len(rows) == len(packed)
+    for row, pack in zip(rows, packed):
+        assert sorted(row) == sorted(pack)
+        assert all(row[k].tolist() == pack[k] for k in pack)
