@@ -42,6 +42,16 @@ def test_the_planner_grows_past_its_first_tree_and_refuses_bad_sizes() -> None:
         _native().assign(np.array([3, 8], np.int32), 7, True, True)
 
 
+@given(st.lists(st.integers(0, 6), max_size=300), st.integers(0, 3))
+@settings(max_examples=60, deadline=None)
+def test_the_compiled_grouping_is_a_stable_sort_by_pack(bins: list[int], extra: int) -> None:
+    count = (max(bins) + 1 if bins else 0) + extra  # (packs with no piece too)
+    raw = _native().group(np.array(bins, np.int32), count)
+    assert np.frombuffer(raw, np.int32).tolist() == np.argsort(bins, kind="stable").tolist()
+    with pytest.raises(ValueError, match="outside"):
+        _native().group(np.array([0, count], np.int32), count)
+
+
 @settings(max_examples=200, deadline=None)
 @given(sizes_and_capacity, st.booleans(), st.booleans())
 def test_every_piece_is_placed_once_and_no_pack_overflows(case, best: bool, decreasing: bool) -> None:

@@ -177,8 +177,48 @@ static PyObject *mod_assign(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Nn)", out, count);
 }
 
+/* group(bins, count) -> order: the pieces (their indices, int32) sorted by pack, stable — a counting sort,
+ * in place of numpy's argsort, whose int64 result is twice the size. */
+static PyObject *mod_group(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &count)) return NULL;
+    Py_ssize_t n = view.len / (Py_ssize_t)sizeof(int32_t);
+    const int32_t *bins = view.buf;
+    if (count < 0 || view.len % (Py_ssize_t)sizeof(int32_t)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "group() takes int32 bins and a count >= 0");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (bins[i] < 0 || bins[i] >= count) {
+            PyBuffer_Release(&view);
+            PyErr_Format(PyExc_ValueError, "piece %zd is in pack %d, outside 0..%zd", i, (int)bins[i], count - 1);
+            return NULL;
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    Py_ssize_t *next = PyMem_RawCalloc((size_t)count + 1, sizeof(Py_ssize_t));
+    if (!out || !next) {
+        Py_XDECREF(out);
+        PyMem_RawFree(next);
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    int32_t *order = (int32_t *)PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n; i++) next[bins[i] + 1]++;
+    for (Py_ssize_t p = 0; p < count; p++) next[p + 1] += next[p];
+    for (Py_ssize_t i = 0; i < n; i++) order[next[bins[i]]++] = (int32_t)i;
+    Py_END_ALLOW_THREADS;
+    PyMem_RawFree(next);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"assign", mod_assign, METH_VARARGS, "assign(sizes, capacity, best, decreasing) -> (bins, count)"},
+    {"group", mod_group, METH_VARARGS, "group(bins, count) -> order (int32, stable by pack)"},
     {NULL, NULL, 0, NULL},
 };
 

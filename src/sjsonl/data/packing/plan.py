@@ -44,6 +44,7 @@ except ImportError:  # no C compiler at install time: the Python twin below give
     NATIVE = None  # type: ignore[assignment]
 
 STRATEGIES = ("bfd", "first_fit", "wrapped")
+_BLOCK = 1 << 20  # documents per step where a step makes temporaries
 OVERFLOWS = ("split", "truncate")
 _INT32_MAX = (1 << 31) - 1
 
@@ -149,31 +150,59 @@ def plan_packs(lengths: np.ndarray, seq_len: int, strategy: str = "bfd", overflo
         return PackPlan(s, strategy, overflow, lengths, cumulative=cumulative)
     doc_type = np.int32 if len(lengths) <= _INT32_MAX else np.int64
     if overflow == "split":
-        counts = -(-lengths.astype(np.int64) // s)  # pieces per document (0 for an empty one)
-        piece_doc = np.repeat(np.arange(len(lengths), dtype=doc_type), counts)
-        split = bool((counts > 1).any())
-        if split:
-            first = np.repeat(np.cumsum(counts) - counts, counts)
-            piece_chunk = (np.arange(len(piece_doc), dtype=np.int64) - first).astype(np.int32)
-            sizes = np.minimum(lengths[piece_doc] - piece_chunk.astype(np.int64) * s, s).astype(np.int32)
-        else:
-            piece_chunk, sizes = None, lengths[piece_doc].astype(np.int32)
+        piece_doc, piece_chunk, sizes = _split_pieces(lengths, s, doc_type)
     else:
         piece_doc = np.flatnonzero(lengths).astype(doc_type)
         piece_chunk, sizes = None, np.minimum(lengths[piece_doc], s).astype(np.int32)
     if len(sizes) > _INT32_MAX:
         raise InvalidArgumentError(f"{len(sizes)} pieces: at most 2**31 - 1 can be packed at once")
-    order, bounds = group_pieces(sizes, s, best=strategy == "bfd", decreasing=strategy == "bfd")
-    del sizes
+    bins, count = assign_packs(sizes, s, best=strategy == "bfd", decreasing=strategy == "bfd")
+    del sizes  # (each step frees what the next does not need: 10M documents plan in ~200 MB)
+    order, bounds = order_by_pack(bins, count)
+    del bins
+    piece_doc = piece_doc[order]
+    if piece_chunk is not None:
+        piece_chunk = piece_chunk[order]
+    del order
     return PackPlan(
-        s,
-        strategy,
-        overflow,
-        lengths,
-        bounds=bounds,
-        piece_doc=piece_doc[order],
-        piece_chunk=None if piece_chunk is None else piece_chunk[order],
+        s, strategy, overflow, lengths, bounds=bounds, piece_doc=piece_doc, piece_chunk=piece_chunk
     )
+
+
+def _split_pieces(
+    lengths: np.ndarray, s: int, doc_type: type
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Each document's pieces of at most ``s`` tokens: ``(piece_doc, piece_chunk or None, sizes)``, in
+    document order. Only the (few) documents longer than ``s`` get per-piece work, and each array is freed
+    as soon as the next step has what it needs: 10M documents make int32 arrays, not int64 temporaries."""
+    if len(lengths) and int(lengths.max()) < _INT32_MAX - s:  # half the bytes for the temporaries
+        lengths = lengths.astype(np.int32)
+    counts = lengths // s
+    counts += lengths % s != 0  # pieces per document (0 for an empty one)
+    multi = np.flatnonzero(counts > 1)  # the documents split in several pieces
+    many = counts[multi].astype(np.int64)
+    empty_before = np.searchsorted(np.flatnonzero(counts == 0), multi)  # documents with no piece
+    piece_doc: np.ndarray = np.empty(int(counts.sum(dtype=np.int64)), doc_type)
+    filled = 0
+    for lo in range(0, len(counts), _BLOCK):  # np.repeat makes int64 repeat counts: a block at a time
+        docs: np.ndarray = np.arange(lo, min(len(counts), lo + _BLOCK), dtype=doc_type)
+        part: np.ndarray = np.repeat(docs, counts[lo : lo + _BLOCK])
+        piece_doc[filled : filled + len(part)] = part
+        filled += len(part)
+    del counts
+    sizes = np.minimum(lengths[piece_doc], s).astype(np.int32, copy=False)
+    split_lengths = lengths[multi].astype(np.int64)
+    del lengths
+    if not len(multi):
+        return piece_doc, None, sizes
+    extra = np.cumsum(many - 1)
+    first = multi - empty_before + extra - (many - 1)  # where each split document's first piece is
+    chunk = np.arange(int(many.sum()), dtype=np.int64) - np.repeat(np.cumsum(many) - many, many)
+    at = np.repeat(first, many) + chunk
+    piece_chunk = np.zeros(len(piece_doc), np.int32)
+    piece_chunk[at] = chunk
+    sizes[at] = np.minimum(np.repeat(split_lengths, many) - chunk * s, s)
+    return piece_doc, piece_chunk, sizes
 
 
 def group_pieces(
@@ -182,19 +211,27 @@ def group_pieces(
     """The pieces (of these ``sizes``, each 1..capacity) grouped by pack: ``(order, bounds)`` — pack ``p`` is
     pieces ``order[bounds[p]:bounds[p+1]]``, in source order — placed by best or first fit, largest first
     or in source order. Packs are numbered in the order they were opened."""
+    return order_by_pack(*assign_packs(sizes, capacity, best=best, decreasing=decreasing))
+
+
+def assign_packs(sizes: np.ndarray, capacity: int, *, best: bool, decreasing: bool) -> tuple[np.ndarray, int]:
+    """Each piece's pack (int32) and the pack count."""
     sizes = np.ascontiguousarray(sizes, dtype=np.int32)
     if NATIVE is not None:
         raw, count = NATIVE.assign(sizes, capacity, best, decreasing)
-        bins = np.frombuffer(raw, np.int32)
-    else:
-        bins_list, count = assign_py(sizes.tolist(), capacity, best, decreasing)
-        bins = np.array(bins_list, np.int32)
-    per_pack = np.bincount(bins, minlength=count)
+        return np.frombuffer(raw, np.int32), count
+    bins_list, count = assign_py(sizes.tolist(), capacity, best, decreasing)
+    return np.array(bins_list, np.int32), count
+
+
+def order_by_pack(bins: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, bounds)``: the pieces sorted by pack, stable (within a pack, in source order), and where
+    each pack's pieces start in that order."""
     bounds = np.zeros(count + 1, np.int64)
-    np.cumsum(per_pack, out=bounds[1:])
-    # a stable sort by pack: within a pack, pieces stay in source order
-    order = np.argsort(bins, kind="stable").astype(np.int32 if len(bins) <= _INT32_MAX else np.int64)
-    return order, bounds
+    np.cumsum(np.bincount(bins, minlength=count), out=bounds[1:])
+    if NATIVE is not None:  # a counting sort: int32, where numpy's argsort gives int64
+        return np.frombuffer(NATIVE.group(bins, count), np.int32), bounds
+    return np.argsort(bins, kind="stable").astype(np.int32), bounds
 
 
 def assign_py(sizes: list[int], capacity: int, best: bool, decreasing: bool) -> tuple[list[int], int]:
