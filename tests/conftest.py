@@ -6,6 +6,7 @@ import atexit
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -75,6 +76,29 @@ def file_past_4_gib(tmp_path_factory):
         (root / "big.jsonl").unlink(missing_ok=True)
 
 
+@pytest.fixture
+def small_fs(tmp_path):
+    """A tmpfs of 256 KiB, mounted for the test (root in CI): a disk that fills up for real."""
+    where = tmp_path / "fs"
+    where.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(where)], capture_output=True
+    )
+    if done.returncode != 0:
+        missing(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}", "SJSONL_REQUIRE_MOUNT")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill_up(where: Path, leave: int) -> None:
+    """Fill the filesystem at ``where`` up to ``leave`` bytes of free space."""
+    st = os.statvfs(where)
+    with open(where / "filler", "wb") as f:
+        f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
+
+
 def write_bytes(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
@@ -85,7 +109,6 @@ def run_unprivileged(code: str, *args: str, env: dict | None = None):
 
     CI runs as root, which reads and writes whatever the permission bits say; dropping the
     DAC-override capabilities (util-linux ``setpriv``) makes permission checks real again."""
-    import subprocess
     import sys
 
     cmd = [sys.executable, "-c", code, *args]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ import pytest
 import sjsonl.index.store
 from sjsonl import IndexNotSavedWarning, IndexPlaceWarning, JSONLDataset
 
-from .conftest import missing
+from .conftest import fill_up
 
 
 def records(n: int) -> bytes:
@@ -50,64 +50,62 @@ def open_recording(*args, **kwargs) -> tuple[JSONLDataset, list[warnings.Warning
     return ds, seen
 
 
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory of mode 0500 (sjsonl honours the bits, even as root), made writable again after."""
+    where = tmp_path / "ro"
+    where.mkdir()
+    where.chmod(0o500)
+    try:
+        yield where
+    finally:
+        where.chmod(0o755)
+
+
 def the_one_warning(seen: list[warnings.WarningMessage]) -> str:
     assert [w.category for w in seen] == [IndexPlaceWarning], [str(w.message) for w in seen]
     return str(seen[0].message)
 
 
-def test_a_read_only_index_dir_sends_the_index_to_the_cache_with_one_warning(tmp_path: Path) -> None:
-    path = tmp_path / "d.jsonl"
+def test_a_read_only_index_dir_sends_the_index_to_the_cache_with_one_warning(
+    tmp_path: Path, read_only_dir: Path
+) -> None:
+    path, index_dir = tmp_path / "d.jsonl", read_only_dir
     path.write_bytes(records(200))
-    index_dir = tmp_path / "ro"
-    index_dir.mkdir()
-    index_dir.chmod(0o500)
-    try:
-        ds, seen = open_recording(path, index_dir=index_dir)
-        text = the_one_warning(seen)
-        (where,) = ds.index_paths
-        assert where is not None and os.path.dirname(where) == cache_dir(tmp_path)
-        assert str(index_dir) in text and "read-only (mode 500)" in text and where in text
-        assert str(path) in text
-        assert ds[:] == expected(path) and os.listdir(index_dir) == []
-        # the next open finds it in the cache: nothing built, nothing more to say
-        again, seen = open_recording(path, index_dir=index_dir)
-        assert again._files[0].index_origin == "found" and again.index_paths == [where] and seen == []
-    finally:
-        index_dir.chmod(0o755)
+    ds, seen = open_recording(path, index_dir=index_dir)
+    text = the_one_warning(seen)
+    (where,) = ds.index_paths
+    assert where is not None and os.path.dirname(where) == cache_dir(tmp_path)
+    assert str(index_dir) in text and "read-only (mode 500)" in text and where in text
+    assert str(path) in text
+    assert ds[:] == expected(path) and os.listdir(index_dir) == []
+    # the next open finds it in the cache: nothing built, nothing more to say
+    again, seen = open_recording(path, index_dir=index_dir)
+    assert again._files[0].index_origin == "found" and again.index_paths == [where] and seen == []
 
 
-def test_the_environment_s_index_dir_is_asked_for_too(tmp_path: Path, monkeypatch) -> None:
-    path = tmp_path / "d.jsonl"
+def test_the_environment_s_index_dir_is_asked_for_too(
+    tmp_path: Path, monkeypatch, read_only_dir: Path
+) -> None:
+    path, index_dir = tmp_path / "d.jsonl", read_only_dir
     path.write_bytes(records(50))
-    index_dir = tmp_path / "ro-env"
-    index_dir.mkdir()
-    index_dir.chmod(0o500)
     monkeypatch.setenv("SJSONL_INDEX_DIR", str(index_dir))
-    try:
-        ds, seen = open_recording(path)
-        text = the_one_warning(seen)
-        assert str(index_dir) in text and "$SJSONL_INDEX_DIR" in text and ds.index_paths[0] in text
-        assert ds[:] == expected(path)
-    finally:
-        index_dir.chmod(0o755)
+    ds, seen = open_recording(path)
+    text = the_one_warning(seen)
+    assert str(index_dir) in text and "$SJSONL_INDEX_DIR" in text and ds.index_paths[0] in text
+    assert ds[:] == expected(path)
 
 
-def test_one_warning_for_many_files_in_one_directory(tmp_path: Path) -> None:
+def test_one_warning_for_many_files_in_one_directory(tmp_path: Path, read_only_dir: Path) -> None:
     paths = []
     for k in range(3):
         paths.append(tmp_path / f"d{k}.jsonl")
         paths[-1].write_bytes(records(20 + k))
-    index_dir = tmp_path / "ro-many"
-    index_dir.mkdir()
-    index_dir.chmod(0o500)
-    try:
-        ds, seen = open_recording(paths, index_dir=index_dir)
-        text = the_one_warning(seen)
-        assert "other indexes that cannot be written there go to the cache too" in text
-        assert all(os.path.dirname(p) == cache_dir(tmp_path) for p in ds.index_paths)
-        assert len(ds) == 20 + 21 + 22
-    finally:
-        index_dir.chmod(0o755)
+    ds, seen = open_recording(paths, index_dir=read_only_dir)
+    text = the_one_warning(seen)
+    assert "other indexes that cannot be written there go to the cache too" in text
+    assert all(os.path.dirname(p) == cache_dir(tmp_path) for p in ds.index_paths)
+    assert len(ds) == 20 + 21 + 22
 
 
 def test_a_quota_is_named_as_the_reason(tmp_path: Path, monkeypatch) -> None:
@@ -143,35 +141,12 @@ def test_the_default_place_falls_back_quietly(tmp_path: Path) -> None:
         data_dir.chmod(0o755)
 
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """A tmpfs of 256 KiB, mounted for the test (root in CI): a disk that fills up for real."""
-    where = tmp_path / "fs"
-    where.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(where)], capture_output=True
-    )
-    if done.returncode != 0:
-        missing(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}", "SJSONL_REQUIRE_MOUNT")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill(where: Path, leave: int) -> None:
-    """Fill the filesystem at ``where`` up to ``leave`` bytes of free space."""
-    st = os.statvfs(where)
-    with open(where / "filler", "wb") as f:
-        f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
-
-
 def test_a_full_index_dir_sends_the_index_to_the_cache_with_one_warning(tmp_path: Path, small_fs) -> None:
     path = tmp_path / "d.jsonl"
     path.write_bytes(records(3000))  # its index (12 KB) does not fit in what the filler leaves
     index_dir = small_fs / "idx"
     index_dir.mkdir()
-    fill(small_fs, 4096)
+    fill_up(small_fs, 4096)
     ds, seen = open_recording(path, index_dir=index_dir)
     text = the_one_warning(seen)
     (where,) = ds.index_paths

@@ -24,7 +24,7 @@ from sjsonl import IndexPlaceWarning, JSONLDataset
 from sjsonl.index.layout import default_index_path
 from sjsonl.index.store import IndexNotSavedWarning, read_index
 
-from .conftest import missing
+from .conftest import fill_up
 
 
 def records(n: int, start: int = 0) -> bytes:
@@ -106,34 +106,10 @@ def test_a_file_size_limit_leaves_the_index_in_memory_with_one_warning(tmp_path)
     assert leftovers == [str(path)], leftovers  # no temp file, no torn index, in either place
 
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """A tmpfs of 256 KiB, mounted for the test (root in CI): a disk that fills up for real."""
-    where = tmp_path / "fs"
-    where.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(where)], capture_output=True
-    )
-    if done.returncode != 0:
-        missing(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}", "SJSONL_REQUIRE_MOUNT")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def _fill(where, leave: int) -> None:
-    """Fill the filesystem at ``where`` up to ``leave`` bytes of free space."""
-    st = os.statvfs(where)
-    free = st.f_bavail * st.f_frsize
-    with open(where / "filler", "wb") as f:
-        f.write(b"\0" * max(0, free - leave))
-
-
 def test_a_full_disk_beside_the_data_sends_the_index_to_the_cache(tmp_path, small_fs):
     path = small_fs / "d.jsonl"
     path.write_bytes(records(3000))  # ~90 KB of data; its index (12 KB) does not fit after the filler
-    _fill(small_fs, 4096)
+    fill_up(small_fs, 4096)
     ds = JSONLDataset(path)
     assert ds[:] == _expected(path)
     assert ds.index_paths[0].startswith(str(tmp_path / "xdg"))
@@ -152,7 +128,7 @@ def test_extending_an_index_on_a_full_disk_never_leaves_it_torn(tmp_path, small_
     old_bytes = Path(old_index).read_bytes()
     old_offsets = np.array(read_index(old_index).offsets)
     assert old_offsets.dtype == np.uint32
-    _fill(small_fs, 1024)
+    fill_up(small_fs, 1024)
     with open(path, "ab") as f:
         f.write(records(3000, start=3000))  # 12 KB more offsets: more than the disk has left
     with pytest.warns(IndexPlaceWarning, match=f"{re.escape(str(index_dir))} .* went to the private cache"):

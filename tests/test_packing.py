@@ -19,12 +19,14 @@ import pytest
 pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 from sjsonl import JSONLDataset, StaleDataError, interleave_datasets  # noqa: E402
 from sjsonl.data.packing import PackedDataset, unpacked  # noqa: E402
 from sjsonl.errors import ColumnNotFoundError, InvalidArgumentError  # noqa: E402
+
+from .test_trainers import make_tokenizer, write_qa_file  # noqa: E402
 
 STRATEGIES = ("bfd", "first_fit", "wrapped")
 
@@ -34,20 +36,9 @@ def gsm8k_lines(shared_data: Path, n: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def tok(shared_data) -> PreTrainedTokenizerFast:
-    texts = [json.loads(line)["question"] for line in gsm8k_lines(shared_data, 2000)]
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=["<unk>", "<pad>", "<eos>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    bpe.train_from_iterator(texts, trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=bpe, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
-    )
+def tok(shared_data, tmp_path_factory) -> PreTrainedTokenizerFast:
+    """The byte-level BPE the trainer tests train on GSM8K problems (tests/test_trainers.py)."""
+    return make_tokenizer(write_qa_file(shared_data, tmp_path_factory))
 
 
 @pytest.fixture
@@ -109,7 +100,7 @@ def test_labels_positions_and_lengths(tok, qa):
 def test_padding_to_max_length_collates_with_torch(tok, qa):
     torch = pytest.importorskip("torch")
     packed = JSONLDataset(str(qa)).pack(128, tokenizer=tok, column="question", padding="max_length")
-    item = packed[len(packed) - 1]  # the fullest packs come first: the last has padding
+    item = next(p for p in packed if sum(p["seq_lengths"]) < 128)  # a pack with padding
     real = sum(item["seq_lengths"])
     assert real < 128 and item["attention_mask"] == [1] * real + [0] * (128 - real)
     assert item["input_ids"][real:] == [tok.pad_token_id] * (128 - real)

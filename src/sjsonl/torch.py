@@ -193,8 +193,10 @@ class DistributedSampler(_TorchDistributedSampler):
         cursor = self._cursor
         if epoch is None:  # torchdata's: the next pass, at whatever epoch it is given
             cursor.resume_at(cursor.epoch, yielded, follow=True)
-        else:  # as a state of this sampler's own (an empty remainder keeps the epoch as set)
-            cursor.resume_at(epoch, yielded) if yielded < length else cursor.resume_at(cursor.epoch, length)
+        elif yielded < length:  # as a state of this sampler's own
+            cursor.resume_at(epoch, yielded)
+        else:  # an empty remainder keeps the epoch as set
+            cursor.resume_at(cursor.epoch, length)
         into = (
             "the next pass, at the epoch set_epoch gives it"
             if epoch is None

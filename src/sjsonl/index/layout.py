@@ -23,7 +23,7 @@ from typing import Any
 from sjsonl.errors import IndexFileError, InvalidArgumentError
 from sjsonl.storage import DataStamp, is_url, resolve_path
 from sjsonl.storage.atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: the tests read temp names)
-from sjsonl.storage.trust import untrusted_reason, warn_untrusted
+from sjsonl.storage.trust import private_cache_root, untrusted_reason, warn_untrusted
 from sjsonl.storage.zip import MEMBER_SEP, split_member
 
 FORMAT_VERSION = 2
@@ -251,8 +251,7 @@ def default_index_path(data_path: str) -> str:
 
 def default_cache_dir() -> str:
     """The private index cache: ``$XDG_CACHE_HOME/sjsonl/index`` (or ``~/.cache/sjsonl/index``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(os.path.abspath(base), "sjsonl", "index")
+    return os.path.join(private_cache_root(), "index")
 
 
 def cache_index_path(data_path: str, index_dir: str) -> str:

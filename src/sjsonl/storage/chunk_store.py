@@ -36,11 +36,12 @@ import fcntl
 import hashlib
 import os
 import shutil
-import stat
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+from sjsonl.storage.trust import private_cache_root, untrusted_reason
 
 CHUNK_BYTES = 1 << 20
 DEFAULT_LIMIT = 16 << 30
@@ -53,17 +54,10 @@ def cache_settings() -> tuple[str, int] | None:
     if where.strip().lower() in ("off", "0", "false", "no"):
         return None
     if not where:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        where = os.path.join(base, "sjsonl", "remote")
+        where = os.path.join(private_cache_root(), "remote")
     raw = os.environ.get("SJSONL_REMOTE_CACHE_BYTES", "")
     limit = int(raw) if raw.strip().isdigit() else DEFAULT_LIMIT
     return where, limit
-
-
-def _own_private_dir(path: str) -> bool:
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    st = os.lstat(path)
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 class ChunkStore:
@@ -83,7 +77,8 @@ class ChunkStore:
         """The store of ``version`` in ``directory``, or ``None`` when it cannot hold it (too large for the
         limit, a directory that is not the user's own and private, no space)."""
         try:
-            if not _own_private_dir(directory):
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            if untrusted_reason(directory) is not None:  # another user's, or writable by others
                 return None
             limit = DEFAULT_LIMIT if limit is None else limit
             limit = min(limit, shutil.disk_usage(directory).free // 2 + _used(directory))

@@ -60,11 +60,16 @@ _HTTP_PROTOCOLS = ("http", "https")  # where the server may ignore a Range heade
 
 
 def _check_seconds() -> float:
+    """``$SJSONL_REMOTE_CHECK_SECONDS`` (1 s unset or unreadable), read when a process first reads."""
     raw = os.environ.get("SJSONL_REMOTE_CHECK_SECONDS", "")
     try:
         return max(0.0, float(raw)) if raw.strip() else 1.0
     except ValueError:
         return 1.0
+
+
+def _etag(info: dict[str, Any]) -> str:
+    return next((str(info[k]) for k in _ETAG_KEYS if info.get(k)), "")
 
 
 def _mtime_ns(value: Any) -> int:
@@ -110,12 +115,11 @@ class RemoteFile:
         self.pinned: DataStamp | None = None
         self._fs_state: tuple[int, Any, str] | None = None
         self._read_fs_state: tuple[int, Any, str] | None = None
-        self._store_state: tuple[int, ChunkStore | None] | None = None
+        # per process: (pid, the chunk store and the version-check interval), (pid, the filler)
+        self._store_state: tuple[int, ChunkStore | None, float] | None = None
         self._filler_state: tuple[int, ChunkFiller] | None = None
-        self._checked_at: tuple[int, float] | None = None
-        self._version_error: tuple[int, Exception] | None = (
-            None  # (pid, what a background check found)  # (pid, monotonic time) of the last version check
-        )
+        self._checked_at: tuple[int, float] | None = None  # (pid, monotonic time) of the last version check
+        self._version_error: tuple[int, Exception] | None = None  # (pid, what a background check found)
         self._info = self._fetch_info()  # fails now, with a clear message, if the object is missing
         self._check_ranges()
 
@@ -183,20 +187,18 @@ class RemoteFile:
     def _store(self) -> ChunkStore | None:
         """This process's local chunk cache of the object (:mod:`~sjsonl.storage.chunk_store`), if any: only
         for a version named by an ETag (and the pinned one, once pinned)."""
+        return self._process_state()[1]
+
+    def _process_state(self) -> tuple[int, ChunkStore | None, float]:
         state = self._store_state
         if state is None or state[0] != os.getpid():
-            settings = cache_settings()
-            etag = next((str(self._info[k]) for k in _ETAG_KEYS if self._info.get(k)), "")
-            pinned = self.pinned
-            usable = settings is not None and etag and (pinned is None or pinned.etag in ("", etag))
+            settings, etag, pinned = cache_settings(), _etag(self._info), self.pinned
             store = None
-            if usable:
-                assert settings is not None
-                store = ChunkStore.open(
-                    settings[0], (self.path, self.size, etag), self.size, limit=settings[1]
-                )
-            state = self._store_state = (os.getpid(), store)
-        return state[1]
+            if settings is not None and etag and (pinned is None or pinned.etag in ("", etag)):
+                where, limit = settings
+                store = ChunkStore.open(where, (self.path, self.size, etag), self.size, limit=limit)
+            state = self._store_state = (os.getpid(), store, _check_seconds())
+        return state
 
     def _read_failed(self, exc: BaseException) -> BaseException:
         """The error to raise for a failed read: stale data when the object is no longer the pinned one."""
@@ -210,8 +212,7 @@ class RemoteFile:
                 return gone
             change = pinned.describe_change(now, content=False)
             if change is not None:
-                why = f"{self.path} changed after it was indexed: {change}; reopen the dataset"
-                return StaleDataError(why)
+                return self._stale(change)
         return DataFileError(errno.EIO, f"cannot read {self.path}: {exc}")
 
     def _fetch_info(self) -> dict[str, Any]:
@@ -280,7 +281,7 @@ class RemoteFile:
         found = self._version_error
         if found is not None and found[0] == os.getpid():
             raise type(found[1])(str(found[1]))
-        interval, now = _check_seconds(), time.monotonic()
+        interval, now = self._process_state()[2], time.monotonic()
         last = self._checked_at
         if last is not None and now - last[1] < interval:  # (a forked worker inherits its parent's)
             return
@@ -294,7 +295,10 @@ class RemoteFile:
         current = with_retries(lambda: self.stamp(fingerprint=False))
         change = pinned.describe_change(current, content=False)
         if change is not None:
-            raise StaleDataError(f"{self.path} changed after it was indexed: {change}; reopen the dataset")
+            raise self._stale(change)
+
+    def _stale(self, change: str) -> StaleDataError:
+        return StaleDataError(f"{self.path} changed after it was indexed: {change}; reopen the dataset")
 
     def _compare_in_background(self, pinned: DataStamp) -> None:
         try:
@@ -362,7 +366,7 @@ class RemoteFile:
         self._info = info = self._fetch_info()
         self._checked_at = (os.getpid(), time.monotonic())  # (a fresh look: the next version check can wait)
         size = int(info["size"])
-        etag = next((str(info[k]) for k in _ETAG_KEYS if info.get(k)), "")
+        etag = _etag(info)
         mtime = next((_mtime_ns(info[k]) for k in _MTIME_KEYS if info.get(k) is not None), 0)
         return DataStamp(size, mtime, fingerprint_of(self.read_many, size) if fingerprint else "", etag=etag)
 
@@ -376,7 +380,7 @@ class RemoteFile:
     def close(self) -> None:
         state = self._store_state
         if state is not None and state[0] == os.getpid() and state[1] is not None:
-            state[1].close()
+            state[1].close()  # (the filler's thread holds no descriptor of its own)
         # fsspec's (cached, shared) instances are not ours to close
         self._fs_state = self._read_fs_state = self._store_state = self._filler_state = None
 

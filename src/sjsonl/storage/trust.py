@@ -28,6 +28,13 @@ from sjsonl.errors import UntrustedIndexPlaceWarning as UntrustedIndexPlaceWarni
 _WARNED: set[str] = set()
 
 
+def private_cache_root() -> str:
+    """sjsonl's private cache: ``$XDG_CACHE_HOME/sjsonl`` (or ``~/.cache/sjsonl``) — indexes under
+    ``index/``, remote objects' chunks under ``remote/``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(base), "sjsonl")
+
+
 def _owner_ok(uid: int) -> bool:
     return uid in (os.geteuid(), 0)
 

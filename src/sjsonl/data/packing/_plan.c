@@ -135,6 +135,19 @@ static int first_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, i
     return 0;
 }
 
+/* A value of v[0..n) outside lo..hi: a ValueError naming it (and the buffer released), 1; else 0. */
+static int outside(Py_buffer *view, const int32_t *v, Py_ssize_t n, Py_ssize_t lo, Py_ssize_t hi,
+                   const char *what) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (v[i] < lo || v[i] > hi) {
+            PyBuffer_Release(view);
+            PyErr_Format(PyExc_ValueError, "piece %zd has %s %d, outside %zd..%zd", i, what, (int)v[i], lo, hi);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *mod_assign(PyObject *self, PyObject *args) {
     Py_buffer view;
     int capacity, best, decreasing;
@@ -146,13 +159,7 @@ static PyObject *mod_assign(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "assign() takes int32 sizes and a capacity >= 1");
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (sizes[i] < 1 || sizes[i] > capacity) {
-            PyBuffer_Release(&view);
-            PyErr_Format(PyExc_ValueError, "piece %zd has size %d, outside 1..%d", i, (int)sizes[i], capacity);
-            return NULL;
-        }
-    }
+    if (outside(&view, sizes, n, 1, capacity, "size")) return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     if (!out) {
         PyBuffer_Release(&view);
@@ -190,13 +197,7 @@ static PyObject *mod_group(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "group() takes int32 bins and a count >= 0");
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (bins[i] < 0 || bins[i] >= count) {
-            PyBuffer_Release(&view);
-            PyErr_Format(PyExc_ValueError, "piece %zd is in pack %d, outside 0..%zd", i, (int)bins[i], count - 1);
-            return NULL;
-        }
-    }
+    if (outside(&view, bins, n, 0, count - 1, "pack")) return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     Py_ssize_t *next = PyMem_RawCalloc((size_t)count + 1, sizeof(Py_ssize_t));
     if (!out || !next) {
