@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import mmap
 import os
 import sys
 import threading
@@ -361,12 +362,14 @@ def _in_order(fn: Callable, items: list, workers: int) -> Iterator:
 
 
 class OffsetsBuffer:
-    """Offsets appended part by part into one array that grows in place (``realloc``: a large one is
-    remapped, not copied), so a build holds about the index itself plus one part — not every part and
-    their concatenation. Parts whose offsets outgrow ``dtype`` widen it (uint32 to uint64 past 4 GiB).
+    """Offsets appended part by part, joined once at the end, so a build holds about the index itself plus
+    one part: parts fill a reserved array in place; past its capacity they are kept as they come and copied
+    into the result one by one, each freed as soon as it is copied (growing one array instead would make
+    it twice the index while it is copied — or, with ``ndarray.resize``, zero-fill up to twice the index).
+    Parts whose offsets outgrow ``dtype`` widen it (uint32 to uint64 past 4 GiB).
 
     Example:
-        >>> found = OffsetsBuffer(np.dtype(np.uint32))
+        >>> found = OffsetsBuffer(np.dtype(np.uint32), capacity=2)
         >>> found.append(np.array([0, 4])); found.append(np.array([9]))
         >>> found.result().tolist()
         [0, 4, 9]
@@ -374,14 +377,14 @@ class OffsetsBuffer:
 
     def __init__(self, dtype: np.dtype, capacity: int = 1 << 16) -> None:
         self._out = np.empty(capacity, dtype=dtype)
-        self._n = 0
+        self._n = 0  # offsets in _out
+        self._more: collections.deque[np.ndarray] = collections.deque()  # parts past _out's capacity
 
     def reserve(self, capacity: int) -> None:
-        """Room for ``capacity`` offsets, in one new array (best effort: without the memory, it grows as
-        it goes). Growing in place (``realloc``) touches its new pages one by one — ~8,000 page faults,
-        ~15 ms here, for 5 million uint32 offsets — while numpy backs a large new array with huge pages
-        (~1 ms); a reserve that turns out too large costs address space, not memory (``result`` trims)."""
-        if capacity <= len(self._out):
+        """Room for ``capacity`` offsets in one array (best effort: without the memory, parts are kept as
+        they come). numpy backs a large new array with huge pages, touched only where written; a reserve
+        that turns out too large costs address space, not memory (``result`` trims)."""
+        if capacity <= len(self._out) or self._more:
             return
         try:
             out = np.empty(capacity, dtype=self._out.dtype)
@@ -391,20 +394,44 @@ class OffsetsBuffer:
         self._out = out
 
     def append(self, part: np.ndarray) -> None:
-        n, need = self._n, self._n + len(part)
-        if need > len(self._out):
-            self._out.resize(max(need, 2 * len(self._out)), refcheck=False)  # no views of it exist
         if len(part) and self._out.dtype.itemsize < 8 and int(part[-1]) > np.iinfo(self._out.dtype).max:
             self._out = self._out.astype(np.uint64)
-        self._out[n:need] = part
-        self._n = need
+            self._more = collections.deque(_own_pages(p, np.dtype(np.uint64)) for p in self._more)
+        n, need = self._n, self._n + len(part)
+        if not self._more and need <= len(self._out):
+            self._out[n:need] = part
+            self._n = need
+        else:  # a copy (the scanner reuses the array it hands out) in memory of its own, see _own_pages
+            self._more.append(_own_pages(part, self._out.dtype))
 
     def result(self, dtype: np.dtype | None = None) -> np.ndarray:
         """The offsets (as ``dtype`` when given, e.g. narrower once the size is known)."""
-        out = self._out
-        out.resize(self._n, refcheck=False)
+        dtype = self._out.dtype if dtype is None else dtype
+        more, n = self._more, self._n
+        total = n + sum(len(p) for p in more)
+        if more:
+            out = np.empty(total, dtype=dtype)
+            out[:n] = self._out[:n]
+            self._out = np.empty(0, dtype=dtype)  # (freed: no view of it is left)
+            while more:  # each part freed once copied: at most one part more than the index at any time
+                part = more.popleft()
+                out[n : n + len(part)] = part
+                n += len(part)
+        else:
+            out = self._out
+            out.resize(n, refcheck=False)
+            out = out if dtype == out.dtype else out.astype(dtype)
         self._out = np.empty(0, dtype=out.dtype)
-        return out if dtype is None or dtype == out.dtype else out.astype(dtype)
+        return out
+
+
+def _own_pages(part: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``part`` as ``dtype`` in an anonymous map of its own, given back to the system when the array goes:
+    from malloc, freed parts of a few MiB stay in the heap (glibc raises its mmap threshold to the size
+    freed), so the process would keep every part's pages while the joined index is filled."""
+    out = np.frombuffer(mmap.mmap(-1, max(len(part), 1) * dtype.itemsize), dtype=dtype)[: len(part)]
+    out[:] = part
+    return out
 
 
 class _ReadAhead:

@@ -142,7 +142,9 @@ def _check_window(win: np.ndarray, u: int, starts: Any) -> None:
     lo = max(0, u - len(win))
     known = win[len(win) - (u - lo) :]  # data[lo:u]
     if isinstance(starts, np.ndarray):
-        a, b = np.searchsorted(starts, [lo, u], side="right").tolist()
+        # (the needles in the index's own dtype: numpy would otherwise cast the whole index to int64 —
+        # a copy of it per seek point)
+        a, b = np.searchsorted(starts, np.array([lo, u], dtype=starts.dtype), side="right").tolist()
     else:  # a compact index's offsets: a binary search decodes a few
         a, b = bisect.bisect_right(starts, lo), bisect.bisect_right(starts, u)
     ends = np.asarray(starts[a:b], dtype=np.int64) - 1 - lo  # the newline before each record start
