@@ -256,13 +256,85 @@ def _one_corpus(kind: str, mb: int, index_root: str, singles: int) -> list[dict]
     return rows
 
 
+_BUILD_IN_A_PROCESS = """
+import resource, shutil, sys, tempfile, time
+from sjsonl import JSONLDataset
+t0 = time.perf_counter()
+index_dir = tempfile.mkdtemp(prefix="sjsonl-bench-gzip-")
+try:
+    n = len(JSONLDataset(sys.argv[1], index_dir=index_dir))  # the index and seek points written, as users do
+finally:
+    shutil.rmtree(index_dir)
+print(n, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _bomb(records: int) -> str:
+    """``records`` lines of ``1\\n`` gzipped at level 9 (268M of them: 537 MB in a 510 KiB file), cached."""
+    import zlib
+
+    path = str(DATA_DIR / f"ones-{records}.jsonl.gz")
+    if not os.path.exists(path):
+        deflate, block = zlib.compressobj(9, zlib.DEFLATED, 31), b"1\n" * (1 << 20)
+        with open(path + ".tmp", "wb") as out:
+            for _ in range(records >> 20):
+                out.write(deflate.compress(block))
+            out.write(deflate.flush())
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def _tiny_records(quick: bool) -> list[dict]:
+    """The per-record cost of a ``.gz`` build: ~50-byte records, and the 268M-record ``1\\n`` bomb (each
+    build in a fresh process: its peak RSS is that process's)."""
+    rows: list[dict] = []
+    plain = str(corpus("tiny", (16 if quick else 192) << 20))
+    cases = [(_gzip_copy(plain), "~50-byte records"), (_bomb((16 if quick else 256) << 20), "`1\\n` records")]
+    for gz, kind in cases:
+        zcat = median_seconds(lambda gz=gz: _shell(f"gzip -dc {gz} | wc -l"), repeats=3)
+        runs = []
+        for _ in range(3):
+            out = subprocess.run(
+                [sys.executable, "-c", _BUILD_IN_A_PROCESS, gz], capture_output=True, text=True, check=True
+            )
+            n, seconds, rss_kib = out.stdout.split()
+            runs.append((float(seconds), int(rss_kib)))
+        seconds = sorted(t for t, _ in runs)[1]
+        rss = max(r for _, r in runs) / 1024
+        label = f"{kind}: {int(n):,} records, {os.path.getsize(gz) / 1e6:.1f} MB .gz"
+        rows.append(
+            {"benchmark": f"index build, {label}", "variant": "`gzip -dc | wc -l` (baseline)"}
+            | {"median": f"{zcat:.3f} s", "ratio": "1.00× zcat", "note": ""}
+        )
+        rows.append(
+            {"benchmark": f"index build, {label}", "variant": "sjsonl `JSONLDataset(gz)`, index written"}
+            | {"median": f"{seconds:.3f} s", "ratio": f"{seconds / zcat:.2f}× zcat"}
+            | {
+                "note": f"in a fresh process (after its imports); peak RSS {rss:,.0f} MiB; "
+                f"uint32 offsets {int(n) * 4 >> 20:,} MiB"
+            }
+        )
+        key = "build_tiny" if "50" in kind else "build_ones"
+        figure(
+            key,
+            seconds,
+            "s",
+            what=f"`.gz` index build, {label}; peak RSS {rss:,.0f} MiB",
+            median_of=3,
+            baseline="`gzip -dc | wc -l`",
+            baseline_value=zcat,
+        )
+    return rows
+
+
 def run(quick: bool = False) -> list[dict]:
     mb = 16 if quick else 256
     index_root = tempfile.mkdtemp(prefix="sjsonl-bench-gzip-")
     try:
         with environ("SJSONL_INDEX_DIR", index_root):  # fresh indexes; never beside the cached corpora
             singles = 100 if quick else 400
-            return [r for kind in ("short", "long") for r in _one_corpus(kind, mb, index_root, singles)]
+            rows = [r for kind in ("short", "long") for r in _one_corpus(kind, mb, index_root, singles)]
+            return rows + _tiny_records(quick)
     finally:
         shutil.rmtree(index_root, ignore_errors=True)
 
