@@ -17,6 +17,7 @@ import pytest
 from sjsonl import JSONLDataset
 from sjsonl.data.packing.lengths import TOKENS_MAGIC, tokens_path
 from sjsonl.index import store
+from sjsonl.index.leaves import LEAVES_MAGIC
 from sjsonl.records.badlines import BADLINES_MAGIC, CACHE_VERSION, badlines_path
 from sjsonl.records.schema import CACHE_VERSION as SCHEMA_VERSION
 from sjsonl.records.schema import SCHEMA_MAGIC, infer_schema, schema_cache_path
@@ -124,7 +125,7 @@ def test_every_sidecar_starts_with_its_magic(tmp_path: Path) -> None:
         "gzip points": seekpoints.GZIP_SEEK_MAGIC,
         "bzip2 blocks": seekpoints.BZIP2_SEEK_MAGIC,
     }
-    assert set(heads.values()) | {store.PACKED_MAGIC} == set(ARTIFACT_MAGICS)
+    assert set(heads.values()) | {store.PACKED_MAGIC, LEAVES_MAGIC} == set(ARTIFACT_MAGICS)
     assert all(m.startswith(b"SJSONL") and len(m) == 8 for m in ARTIFACT_MAGICS)
     index = Path(str(JSONLDataset(tmp_path / "d.jsonl").index_paths[0])).read_bytes()
     assert index[-8:] == INDEX_TRAILER_MAGIC == store.TRAILER_MAGIC

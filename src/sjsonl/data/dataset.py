@@ -32,6 +32,7 @@ from sjsonl.data.transforms.surface import HFSurface
 from sjsonl.data.views import Views
 from sjsonl.errors import ArgumentTypeError, BadLineWarning, InvalidArgumentError, out_of_range, plural
 from sjsonl.index import line_number_at
+from sjsonl.index.leaves import check_appends
 from sjsonl.records.badlines import BadLine, BadLines, bad_lines_of, check_policy, report
 from sjsonl.records.decode import DECODE_ERRORS, fast_loads
 from sjsonl.records.fields import FieldProjection, TypedDecoder
@@ -93,6 +94,14 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
             or 8, memory-mapped, O(1) access; see :mod:`sjsonl.index.packed`) — ``True`` writes (or
             converts to) one, ``False`` the plain ``.index.npy``, ``None`` (default) takes whichever is
             there and builds compact only when the plain index would be 256 MiB or more.
+        appends: how a file that grew since it was indexed is checked before its index is extended (on a
+            reopen or :meth:`refresh`). ``"verify"`` (default): every indexed byte is hashed again, so an
+            edit anywhere plus an append is a rebuild. ``"trust"``, for a producer that only ever
+            appends: the file must be the one indexed, grown in place with its times not set back, and
+            only its first and last 64 KiB, the last record's bytes and two sampled 2 MiB leaves are
+            hashed again — O(appended bytes), not a read of the whole file (leaf digests kept beside the
+            index as ``.index.leaves``). It cannot see an edit in place elsewhere in the indexed bytes:
+            records there are read as the file holds them now (see :mod:`sjsonl.index.leaves`).
 
     ``ds[i]`` accepts Python and numpy integers (negative count from the end); slices and integer
     lists/arrays return lists. Every call returns a fresh object. Datasets pickle by path and remap the
@@ -127,6 +136,7 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         executor: Executor | None = None,
         compact: bool | None = None,
         allow_nan: bool = True,
+        appends: str = "verify",
     ) -> None:
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
@@ -150,7 +160,7 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         self._opening: tuple[list, str, dict[str, Any]] = (paths, check_policy(on_bad_lines), dict(
             field=field, build_index_on_load=build_index_on_load, index_dir=index_dir, index_path=index_path,
             workers=workers, progress=progress, storage_options=storage_options, mmap=mmap, compact=compact,
-            allow_nan=allow_nan,
+            allow_nan=allow_nan, appends=check_appends(appends),
         ))  # fmt: skip
         self._open()
         self._choose_way()

@@ -172,6 +172,7 @@ class IndexedFile:
         verify_in_background: bool = False,
         compact: bool | None = None,
         allow_nan: bool = True,
+        appends: str = "verify",
     ) -> None:
         self.storage = open_storage(path, storage_options, mmap=mmap)
         self.allow_nan = allow_nan  # NaN/Infinity/-Infinity read as floats (json.loads), or refused
@@ -182,6 +183,7 @@ class IndexedFile:
             progress=progress,
             layouts=("",) if layouts is None else layouts(self.storage),
             compact=compact,  # a compact index file (sjsonl.index.packed): True, False, or None (by size)
+            appends=appends,  # "trust": a file that grew is checked in O(1) (sjsonl.index.leaves)
         )
         loaded = load_or_build_index(
             self.storage, build=build_index_on_load, defer_verify=defer_verify, **self._index_args

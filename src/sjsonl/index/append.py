@@ -6,7 +6,8 @@ content hash of :mod:`sjsonl.storage.content`, recorded when it was indexed: eve
 again, at memory speed, so an edit anywhere plus an append — mtime set back or not — is a rebuild, never an
 extension) — the scan starts at the last indexed record (which may have been cut short when indexed, and is
 read again) and the index is extended with the new offsets. Work is a hash of the indexed bytes plus a scan
-of the bytes appended. (A compact index, :mod:`.packed`, is rewritten whole,
+of the bytes appended — or, for a producer that only appends (``appends="trust"``, :mod:`.leaves`), a few
+leaves hashed again instead of all of them. (A compact index, :mod:`.packed`, is rewritten whole,
 atomically, in its format: it is a quarter of the plain one's size or less.) A file rewritten,
 truncated or replaced is rebuilt from scratch by the caller; so are compressed and remote files, and
 JSON documents (their records are not lines).
@@ -35,12 +36,13 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from sjsonl.errors import IndexFileError, SJSONLError, StaleDataError
 from sjsonl.index.layout import _TAIL, TRAILER_MAGIC, IndexFile, IndexMeta, LoadedIndex
+from sjsonl.index.leaves import save_leaves, trusted_leaves
 from sjsonl.index.packed import PackedOffsets, index_names
 from sjsonl.index.scan import DataChangedWhileScanning, default_workers, offset_dtype, scan_file
 from sjsonl.index.store import meta_of, read_index, warn_not_saved, write_index, write_index_somewhere
@@ -80,17 +82,26 @@ def _after_last_newline(read: Callable[[int, int], bytes], size: int) -> int:
     return 0
 
 
+class Settled(NamedTuple):
+    """What a scan of a local file's lines settled on: the offsets, the stamp of the bytes they index, and
+    the content hash's leaf digests of those bytes."""
+
+    offsets: np.ndarray
+    stamp: DataStamp
+    leaves: list[int]
+
+
 def complete_lines(
     storage: LocalFile, offsets: np.ndarray, size: int, digests: dict[int, int], *, grew: bool
-) -> tuple[np.ndarray, DataStamp] | None:
-    """(offsets, stamp) for the scan of ``[0, size)`` of a local file that was just made: ``digests`` are
-    its content-hash leaf digests as scanned (by leaf number). Only complete lines are kept when a writer
-    is at work: the file ``grew`` during the scan (the bytes scanned are then hashed again, to prove no
-    one rewrote them meanwhile), or its last line has no line ending, is not valid JSON yet and the file
-    was written in the last :data:`WRITER_SECONDS` — a line being written. That line and the rest show
-    on a later open or ``refresh()``. (The one place the index layer parses JSON: a single line, to tell
-    a last line being written from a finished file that lacks a final newline.) ``None`` when the bytes
-    scanned were rewritten (the caller scans again)."""
+) -> Settled | None:
+    """(offsets, stamp, leaf digests) for the scan of ``[0, size)`` of a local file that was just made:
+    ``digests`` are its content-hash leaf digests as scanned (by leaf number). Only complete lines are
+    kept when a writer is at work: the file ``grew`` during the scan (the bytes scanned are then hashed
+    again, to prove no one rewrote them meanwhile), or its last line has no line ending, is not valid
+    JSON yet and the file was written in the last :data:`WRITER_SECONDS` — a line being written. That
+    line and the rest show on a later open or ``refresh()``. (The one place the index layer parses
+    JSON: a single line, to tell a last line being written from a finished file that lacks a final
+    newline.) ``None`` when the bytes scanned were rewritten (the caller scans again)."""
     read = storage.read_unchecked
     scanned = [digests[k] for k in range(len(digests))]
     if grew and (storage.stamp(fingerprint=False).size < size or leaf_digests(read, 0, size) != scanned):
@@ -104,7 +115,7 @@ def complete_lines(
     leaves = scanned[:full] + ([leaf_digest(read(full * LEAF_BYTES, cut))] if cut % LEAF_BYTES else [])
     now = storage.stamp(fingerprint=False)
     stamp = replace(now, size=cut, fingerprint=storage.fingerprint(cut), content=content_of(leaves, cut))
-    return offsets, stamp
+    return Settled(offsets, stamp, leaves)
 
 
 #: A file modified this recently whose last line is unterminated and not valid JSON is being written.
@@ -130,9 +141,11 @@ def extend_grown_index(
     index_path: str | None = None,
     workers: int | None = None,
     progress: bool | None = None,
+    appends: str = "verify",
 ) -> LoadedIndex | None:
     """The index of ``storage`` extended over the bytes appended since it was built, written over the old
-    one; ``None`` when no index on disk describes a prefix of the data as it is now."""
+    one; ``None`` when no index on disk describes a prefix of the data as it is now. ``appends="trust"``:
+    the bytes indexed before are checked as :mod:`.leaves` says (where they can be), not all hashed."""
 
     if not isinstance(storage, LocalFile):  # compressed, archived, remote: rebuilt by the caller
         return None
@@ -148,13 +161,15 @@ def extend_grown_index(
         meta = old.meta
         if meta.layout or os.path.basename(meta.data_path) != os.path.basename(storage.path):
             continue
-        kept = _grew_from(storage, meta.stamp, workers)
+        kept = trusted_leaves(storage, meta.stamp, path) if appends == "trust" else None
+        if kept is None:
+            kept = _grew_from(storage, meta.stamp, workers)
         if kept is None:
             continue
-        scanned = _scan_appended(storage, old.offsets, kept, workers, progress)
+        scanned = _scan_appended(storage, old.offsets, kept, meta.stamp.size, workers, progress)
         if scanned is None:
             return None
-        offsets, stamp = scanned
+        offsets, stamp, leaves = scanned
         same_dtype = offsets.dtype == old.offsets.dtype  # the old CRC then covers the first len(old) offsets
         crc_of = (len(old.offsets), meta.checksum) if same_dtype else (0, 0)
         new_meta = meta_of(offsets, stamp, storage.path, crc_of=crc_of)
@@ -163,6 +178,8 @@ def extend_grown_index(
         if compact or not (same_dtype and _extend_in_place(old, offsets[len(old.offsets) :], new_meta)):
             written = _write_extended(storage.path, path, offsets, new_meta, compact, index_dir, index_path)
         served = read_index(written).offsets if compact and written else offsets  # compact: from its map
+        if appends == "trust" and written:
+            save_leaves(written, stamp, leaves)
         return LoadedIndex(served, stamp, written, new_meta.checksum, "", origin="extended")
     return None
 
@@ -195,12 +212,15 @@ def _scan_appended(
     storage: LocalFile,
     old: Any,
     old_leaves: list[int],
+    old_size: int,
     workers: int | None,
     progress: bool | None,
-) -> tuple[np.ndarray, DataStamp] | None:
-    """(old offsets + the starts after the last old record, stamp of the bytes scanned); None when the
-    last old record no longer starts one (the caller rebuilds). ``old_leaves``: the content-hash leaf
-    digests of the bytes indexed before (checked by the caller), reused for the leaves not scanned."""
+) -> Settled | None:
+    """(old offsets + the starts after the last old record, stamp of the bytes scanned, their leaf
+    digests); None when the last old record no longer starts one, or the whole leaves scanned again
+    before the old end no longer have their digests (the caller rebuilds). ``old_leaves``: the
+    content-hash leaf digests of the ``old_size`` bytes indexed before (checked by the caller, all of
+    them or as :mod:`.leaves` says), reused for the leaves not scanned."""
     # Rescan from the last indexed record: it may have been cut short (no final newline) when indexed.
     # Scanning from the newline before it finds it again (its bytes were verified: it still starts a
     # record), and nothing before it changes.
@@ -229,6 +249,8 @@ def _scan_appended(
         tail = tail[int(np.searchsorted(tail, last)) :]
         if len(old) and (not len(tail) or int(tail[0]) != last):
             return None  # e.g. a cut-short BOM completed: the start of the data reads differently now
+        if any(digests[k] != old_leaves[k] for k in range(keep, old_size // LEAF_BYTES)):
+            return None  # the last record's bytes were rewritten (a whole leaf of them hashes differently)
         dtype = offset_dtype(before.size)  # past 4 GiB the offsets widen to uint64
         offsets = np.concatenate([old.astype(dtype, copy=False), tail[1 if len(old) else 0 :].astype(dtype)])
         after = storage.stamp(fingerprint=False)
@@ -236,7 +258,7 @@ def _scan_appended(
             continue  # rewritten in place meanwhile: scan again
         settled = complete_lines(storage, offsets, before.size, digests, grew=after.size > before.size)
         if settled is not None:
-            storage.pin(settled[1])
+            storage.pin(settled.stamp)
             return settled
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
 

@@ -31,6 +31,7 @@ from sjsonl.index.layout import (
     index_dir_from_env,
     seek_state_path,
 )
+from sjsonl.index.leaves import save_leaves
 from sjsonl.index.packed import (
     PACKED_SUFFIX,
     explicit_is_compact,
@@ -124,7 +125,12 @@ def build_offsets(
 
 
 def build_layout(
-    storage: Storage, *, workers: int | None = None, progress: bool | None = None, layout: str = ""
+    storage: Storage,
+    *,
+    workers: int | None = None,
+    progress: bool | None = None,
+    layout: str = "",
+    leaves: list[int] | None = None,
 ) -> tuple[np.ndarray, DataStamp, str]:
     """Scan ``storage`` and return (record start offsets, stamp of the bytes that were scanned, layout).
 
@@ -137,6 +143,9 @@ def build_layout(
     the bytes the offsets came from — except a local file that only grows (a writer appending): its index
     then holds the complete lines the scan saw (:func:`~sjsonl.index.append.complete_lines`), and later
     appends show on a reopen or ``refresh()``.
+
+    ``leaves``, when given, gets the content hash's leaf digests of the bytes indexed (the lines of a local
+    file; it stays empty for anything else).
     """
     for _attempt in range(3):
         before = storage.stamp(fingerprint=False)
@@ -159,9 +168,10 @@ def build_layout(
             assert isinstance(storage, LocalFile)
             settled = complete_lines(storage, offsets, size, digests, grew=not unchanged)
             if settled is not None:
-                offsets, final = settled
-                storage.pin(final)
-                return offsets, final, found_layout
+                if leaves is not None:
+                    leaves[:] = settled.leaves
+                storage.pin(settled.stamp)
+                return settled.offsets, settled.stamp, found_layout
             continue
         if unchanged and (before.stored_size is not None or size == before.size):
             if digests is not None:
@@ -349,6 +359,7 @@ def load_or_build_index(
     layouts: tuple[str, ...] = ("",),
     defer_verify: bool = False,
     compact: bool | None = None,
+    appends: str = "verify",
 ) -> LoadedIndex:
     """Use a matching index from disk; else build one (and save it) or, with ``build=False``, raise.
     ``defer_verify`` as for :func:`find_index` (an index built or extended here is checked already).
@@ -359,7 +370,10 @@ def load_or_build_index(
 
     ``layouts`` are what the offsets may start: the first is built (``""``: lines; see
     :func:`build_layout`), any is accepted from disk. Either way the storage is then pinned to the
-    version the index describes (``storage.pin``)."""
+    version the index describes (``storage.pin``).
+
+    ``appends="trust"``: a local file that grew is checked as :mod:`sjsonl.index.leaves` says, not every
+    byte hashed, and the leaf digests that takes are kept beside an index built or extended here."""
     index_dir = index_dir_from_env(index_dir)
     refuse_data_file_as_index(storage.path, index_path, index_dir)
     if index_path:
@@ -370,15 +384,16 @@ def load_or_build_index(
     )  # fmt: skip
     if found is None and build and layouts[0] == "" and any("appended to" in p for p in problems):
         found = extend_grown_index(  # only the appended bytes are scanned
-            storage, index_dir=index_dir, index_path=index_path, workers=workers, progress=progress
-        )
+            storage, index_dir=index_dir, index_path=index_path, workers=workers, progress=progress,
+            appends=appends,
+        )  # fmt: skip
     if found is not None and compact is not None and found.compact != compact and not index_path and build:
         found = _convert(storage, found, compact, index_dir)
     if found is None and compact is None and not index_path and problems:  # (none: no file in any place)
         compact = format_on_disk(storage.path, index_dir)
     if found is None:
         found = _build(
-            storage, problems, build, index_dir, index_path, workers, progress, layouts[0], compact
+            storage, problems, build, index_dir, index_path, workers, progress, layouts[0], compact, appends
         )
     storage.pin(found.stamp)
     return found
@@ -408,7 +423,16 @@ def _mapped(written: str, offsets: np.ndarray) -> Any:
 
 
 def _build(
-    storage, problems, build, index_dir, index_path, workers, progress, layout="", compact=None
+    storage,
+    problems,
+    build,
+    index_dir,
+    index_path,
+    workers,
+    progress,
+    layout="",
+    compact=None,
+    appends="verify",
 ) -> LoadedIndex:
     if not build:
         hint = f"build it with `sjsonl index {storage.path}` or pass build_index_on_load=True"
@@ -422,7 +446,10 @@ def _build(
     ignored = [p for p in problems if "it will be rebuilt" in p or "not trusted: the index file" in p]
     if ignored:
         warnings.warn(ignored[-1], ArtifactWarning, stacklevel=4)
-    offsets, stamp, layout = build_layout(storage, workers=workers, progress=progress, layout=layout)
+    leaves: list[int] = []
+    offsets, stamp, layout = build_layout(
+        storage, workers=workers, progress=progress, layout=layout, leaves=leaves
+    )
     try:
         written: str | None = save_index(
             storage, offsets, stamp, index_dir=index_dir, index_path=index_path, layout=layout,
@@ -431,6 +458,8 @@ def _build(
     except OSError as exc:  # an index we cannot save still serves this process
         warn_not_saved(storage.path, exc)
         written = None
+    if appends == "trust" and written and leaves:  # (an empty file has no leaves: nothing to keep)
+        save_leaves(written, stamp, leaves)
     checksum = meta_of(offsets, stamp, storage.path, layout).checksum
     served = offsets if written is None else _mapped(written, offsets)
     return LoadedIndex(served, stamp, written, checksum, layout, origin="built")

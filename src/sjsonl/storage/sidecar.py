@@ -39,6 +39,7 @@ magic             kind           constant (in the module that owns the format)  
 ``SJSONLtl``      token lengths  ``sjsonl.data.packing.lengths.TOKENS_MAGIC``    ``.index.tokens``
 ``SJSONLgz``      gzip points    ``sjsonl.storage.seekpoints.GZIP_SEEK_MAGIC``    ``.index.seekpoints``
 ``SJSONLbz``      bzip2 blocks   ``sjsonl.storage.seekpoints.BZIP2_SEEK_MAGIC``   ``.index.seekpoints``
+``SJSONLlv``      leaf digests   ``sjsonl.index.leaves.LEAVES_MAGIC``             ``.index.leaves``
 ================  =============  ==============================================  =======================
 
 (1) the first 8 bytes, as for every sidecar; (2) the *last* 8 bytes. A temp file of an atomic write
@@ -69,7 +70,7 @@ import orjson
 from sjsonl.errors import ArtifactWarning as ArtifactWarning
 
 #: The first 8 bytes of every file sjsonl writes beside data, except the plain index (see the table above).
-ARTIFACT_MAGICS = (b"SJSONLpk", b"SJSONLbl", b"SJSONLsc", b"SJSONLtl", b"SJSONLgz", b"SJSONLbz")
+ARTIFACT_MAGICS = (b"SJSONLpk", b"SJSONLbl", b"SJSONLsc", b"SJSONLtl", b"SJSONLgz", b"SJSONLbz", b"SJSONLlv")
 #: The last 8 bytes of a plain ``.npy`` index (whose first bytes are numpy's ``b"\\x93NUMPY"``).
 INDEX_TRAILER_MAGIC = b"SJSONLix"
 
