@@ -21,6 +21,12 @@ $(VENV)/.all: $(VENV)/.core
 	$(PIP) -e '.[all,test]'
 	touch $@
 
+# Ray (sjsonl.ray, its tests and the Ray Train example) only for the slow tier: not in `all`, whose install
+# time the fast tier's budget counts
+$(VENV)/.ray: $(VENV)/.all
+	$(PIP) -e '.[ray]'
+	touch $@
+
 demo: $(VENV)/.core
 	$(VENV)/bin/sjsonl demo
 
@@ -39,7 +45,7 @@ test: $(VENV)/.all lint
 SCAN_TESTS := tests/test_scan.py tests/test_scan_stream.py tests/test_index_files.py \
 	tests/test_index_integrity.py tests/test_real_files.py tests/test_storage_blocks.py tests/test_bad_lines.py \
 	tests/test_append.py
-test-slow: $(VENV)/.all
+test-slow: $(VENV)/.all $(VENV)/.ray
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -m "slow and not alone" -n auto --dist loadfile
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -m alone
 	SJSONL_SCAN=numpy HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n auto --dist loadfile $(SCAN_TESTS)

@@ -18,10 +18,17 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 #: The layers, lowest first (DESIGN.md, plus ``runtime``: the process pool and progress every pass runs on).
 #: A module may import its own layer and any layer to its left. The
 #: package's ``__init__``/``__main__`` and ``errors`` (whose exceptions every layer raises) sit outside.
-LAYERS = ("runtime", "storage", "index", "records", "sampling", "data", "hf", "torch", "mindspore", "cli")
+LAYERS = (
+    "runtime", "storage", "index", "records", "sampling", "data", "hf", "torch", "mindspore", "ray", "dask",
+    "cli",
+)  # fmt: skip
 #: Adapters are siblings, not a stack: none may import another, though ``mindspore`` may use ``hf``
 #: (it takes any 🤗 dataset) — expressed as the order above plus this one exception list.
-FORBIDDEN_SIBLINGS = {("torch", "mindspore"), ("torch", "hf")}
+FORBIDDEN_SIBLINGS = {
+    ("torch", "mindspore"), ("torch", "hf"),
+    # the cluster engines' adapters (sjsonl.ray, sjsonl.dask) share only the data layer's corpus parts
+    ("ray", "torch"), ("ray", "mindspore"), ("dask", "torch"), ("dask", "mindspore"), ("dask", "ray"),
+}  # fmt: skip
 OUTSIDE = {"sjsonl", "sjsonl.__main__", "sjsonl.errors", "sjsonl._version", "sjsonl.sample"}
 
 
