@@ -13,12 +13,17 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sjsonl.index.append as append_module
 from sjsonl import JSONLDataset
 from sjsonl.errors import InvalidArgumentError, StaleDataError
 from sjsonl.index.build import build_offsets
 from sjsonl.index.leaves import SAMPLED_LEAVES, checked_leaves, leaves_path, load_leaves
+from sjsonl.index.packed import NATIVE
+from sjsonl.index.packed_codec import encode, encode_appended
+from sjsonl.index.store import read_index
 from sjsonl.storage import LocalFile
 from sjsonl.storage.base import FINGERPRINT_SPAN
 from sjsonl.storage.content import LEAF_BYTES, content_hash
@@ -340,3 +345,44 @@ def test_leaf_digests_others_can_write_are_not_read(data, compact, hashes_everyt
         ds.refresh()
     assert hashes_everything == [str(data)] and ds._files[0].index_origin == "extended"
     assert os.stat(where).st_mode & 0o777 == 0o644  # written again, as this user's
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    gaps=st.lists(st.integers(1, 1 << 20), min_size=0, max_size=700),
+    split=st.integers(0, 700),
+    log2_block=st.sampled_from([1, 3, 7]),
+    native=st.booleans(),
+)
+def test_a_compact_index_extended_is_the_encoding_of_every_offset(gaps, split, log2_block, native):
+    """The compact index of a grown file keeps its whole blocks and encodes only the rest again: the bytes
+    are those of encoding every offset at once."""
+    offsets = np.cumsum([0, *gaps]).astype(np.uint64)
+    split = min(split, len(offsets))
+    codec = NATIVE if native else None
+    headers, packed = encode(offsets[:split], log2_block, codec)
+    kept, tail, joined = encode_appended(headers, packed, split, log2_block, offsets[split:], codec)
+    whole_headers, whole_packed = encode(offsets, log2_block, codec)
+    assert np.array_equal(np.concatenate([headers[:kept], tail]), whole_headers)
+    assert np.array_equal(joined, whole_packed)
+
+
+def test_the_extended_index_is_not_checked_again_here_but_any_change_to_it_is(data, compact):
+    """The index file an extension wrote counts as checked in this process (its offsets were just made
+    here), so a refresh costs no pass over every offset; a change to the file makes it another file."""
+    ds = open_ds(data, compact)
+    append(data, RECORDS, 3)
+    ds.refresh()
+    index = ds.index_paths[0]
+    assert read_index(index, verify=False).verified
+    with open(index, "r+b") as f:  # one offset's byte flipped, the trailer (and its checksum) kept
+        f.seek(200)
+        byte = f.read(1)
+        f.seek(200)
+        f.write(bytes([byte[0] ^ 1]))
+    assert not read_index(index, verify=False).verified
+    with pytest.warns(ArtifactWarning, match="corrupt"):  # (checked at the open or on first use)
+        again = open_ds(data, compact)
+        assert again[0]["i"] == 0
+    assert again._files[0].index_origin == "built"
+    expect_records(again, RECORDS + 3)

@@ -275,4 +275,28 @@ MUTANTS = [
         "    if False:",
         ("tests/test_background_check.py", "tests/test_index_integrity.py"),
     ),
+    Mutant(
+        "trust-skips-last-leaf",
+        'appends="trust" takes a grown file for an append without hashing its last indexed leaf again',
+        "src/sjsonl/index/leaves.py",
+        "    for k in checked_leaves(stamp):",
+        "    for k in checked_leaves(stamp)[1:]:",
+        ("tests/test_append_trust.py", "-k", "tail"),
+    ),
+    Mutant(
+        "trust-ignores-a-replaced-file",
+        'appends="trust" trusts a grown file that was replaced (another inode) or whose mtime went back',
+        "src/sjsonl/index/leaves.py",
+        "    in_place = now.file_id == stamp.file_id and now.size > stamp.size",
+        "    in_place = now.size > stamp.size",
+        ("tests/test_append_trust.py", "-k", "not_an_append"),
+    ),
+    Mutant(
+        "compact-append-drops-kept-bits",
+        "a compact index extended loses the last bits of its kept blocks' residuals",
+        "src/sjsonl/index/packed_codec.py",
+        "        out[byte] = packed[byte] & ((1 << shift) - 1)",
+        "        out[byte] = 0",
+        ("tests/test_append_trust.py", "-k", "encoding"),
+    ),
 ]

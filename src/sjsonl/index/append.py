@@ -34,6 +34,7 @@ import io
 import json
 import os
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -43,9 +44,17 @@ import numpy as np
 from sjsonl.errors import IndexFileError, SJSONLError, StaleDataError
 from sjsonl.index.layout import _TAIL, TRAILER_MAGIC, IndexFile, IndexMeta, LoadedIndex
 from sjsonl.index.leaves import save_leaves, trusted_leaves
-from sjsonl.index.packed import PackedOffsets, index_names
+from sjsonl.index.packed import NATIVE, PackedOffsets, index_names, write_packed_blocks
+from sjsonl.index.packed_codec import encode_appended
 from sjsonl.index.scan import DataChangedWhileScanning, default_workers, offset_dtype, scan_file
-from sjsonl.index.store import meta_of, read_index, warn_not_saved, write_index, write_index_somewhere
+from sjsonl.index.store import (
+    meta_of,
+    read_index,
+    remember_verified,
+    warn_not_saved,
+    write_index,
+    write_index_somewhere,
+)
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import DataStamp, LocalFile, Storage
 from sjsonl.storage.content import LEAF_BYTES, content_of, leaf_digest, leaf_digests
@@ -166,22 +175,68 @@ def extend_grown_index(
             kept = _grew_from(storage, meta.stamp, workers)
         if kept is None:
             continue
-        scanned = _scan_appended(storage, old.offsets, kept, meta.stamp.size, workers, progress)
-        if scanned is None:
+        grown = _scan_appended(storage, old.offsets, kept, meta.stamp.size, workers, progress)
+        if grown is None:
             return None
-        offsets, stamp, leaves = scanned
-        same_dtype = offsets.dtype == old.offsets.dtype  # the old CRC then covers the first len(old) offsets
-        crc_of = (len(old.offsets), meta.checksum) if same_dtype else (0, 0)
-        new_meta = meta_of(offsets, stamp, storage.path, crc_of=crc_of)
-        compact = isinstance(old.offsets, PackedOffsets)  # rewritten whole, atomically: it is small
-        written: str | None = path
-        if compact or not (same_dtype and _extend_in_place(old, offsets[len(old.offsets) :], new_meta)):
-            written = _write_extended(storage.path, path, offsets, new_meta, compact, index_dir, index_path)
-        served = read_index(written).offsets if compact and written else offsets  # compact: from its map
-        if appends == "trust" and written:
-            save_leaves(written, stamp, leaves)
-        return LoadedIndex(served, stamp, written, new_meta.checksum, "", origin="extended")
+        found = _save_extended(storage.path, old, grown, index_dir, index_path)
+        if appends == "trust" and found.path:
+            save_leaves(found.path, grown.stamp, grown.leaves)
+        return found
     return None
+
+
+class Grown(NamedTuple):
+    """A grown file's index: the first ``keep`` old offsets, then ``new``; the stamp of the bytes they
+    index and the content hash's leaf digests of those bytes."""
+
+    keep: int
+    new: np.ndarray
+    stamp: DataStamp
+    leaves: list[int]
+
+
+def _save_extended(
+    data_path: str, old: IndexFile, grown: Grown, index_dir: str | None, index_path: str | None
+) -> LoadedIndex:
+    """Write the extended index: where every old offset is kept in their type, the new ones are added to
+    the old file itself (a plain index; :func:`_extend_in_place`) or after its kept blocks (a compact
+    one, rewritten atomically: :func:`_append_packed`), and served from that file — work and memory
+    proportional to what was appended, the old offsets neither copied nor checked again. Else the
+    whole index is written again, in its format."""
+    meta, new, compact = old.meta, grown.new, isinstance(old.offsets, PackedOffsets)
+    records = grown.keep + len(new)
+    if grown.keep == len(old.offsets) and new.dtype == np.dtype(meta.dtype):
+        crc = zlib.crc32(np.ascontiguousarray(new).data.cast("B"), meta.checksum)  # (meta_of's CRC)
+        new_meta = IndexMeta(grown.stamp, records, meta.dtype, data_path, crc)
+        add = _append_packed if compact else _extend_in_place
+        if add(old, new, new_meta):
+            found = read_index(old.path)  # the file this process just wrote: not checked again
+            if (found.meta.stamp, found.meta.records, found.meta.checksum) == (grown.stamp, records, crc):
+                return LoadedIndex(found.offsets, grown.stamp, old.path, crc, "", origin="extended")
+    offsets = np.concatenate([np.asarray(old.offsets[: grown.keep]).astype(new.dtype, copy=False), new])
+    new_meta = meta_of(offsets, grown.stamp, data_path)
+    written = _write_extended(data_path, old.path, offsets, new_meta, compact, index_dir, index_path)
+    served = read_index(written).offsets if compact and written else offsets  # compact: from its map
+    return LoadedIndex(served, grown.stamp, written, new_meta.checksum, "", origin="extended")
+
+
+def _append_packed(old: IndexFile, new: np.ndarray, meta: IndexMeta) -> bool:
+    """A compact index with ``new`` offsets after its own, written over it atomically: its whole blocks
+    are copied as they are and only its last block, if not full, is encoded again with the new offsets
+    (:func:`~sjsonl.index.packed_codec.encode_appended`). False (nothing written) where the old file
+    cannot be replaced: the caller writes the index elsewhere."""
+    packed = old.offsets
+    kept, tail, stream = encode_appended(
+        packed.headers, packed.packed, len(packed), packed.log2_block, new, NATIVE
+    )
+    try:
+        status = write_packed_blocks(
+            old.path, [packed.headers[:kept], tail], stream, meta.records, packed.log2_block, meta
+        )
+    except OSError:
+        return False
+    remember_verified(old.path, status)
+    return True
 
 
 def _write_extended(
@@ -196,12 +251,12 @@ def _write_extended(
     """Write the extended index over the old one, else in the next place that takes it (a read-only place,
     a full disk), else keep it in memory with a warning: an open never fails for want of a place."""
     try:
-        return write_index(path, offsets, meta, compact=compact)
+        return write_index(path, offsets, meta, compact=compact, known=True)
     except OSError as exc:
         failure = exc
     if not index_path:
         try:
-            return write_index_somewhere(data_path, offsets, meta, index_dir, compact=compact)
+            return write_index_somewhere(data_path, offsets, meta, index_dir, compact=compact, known=True)
         except OSError as exc:
             failure = exc
     warn_not_saved(data_path, failure)
@@ -215,10 +270,10 @@ def _scan_appended(
     old_size: int,
     workers: int | None,
     progress: bool | None,
-) -> Settled | None:
-    """(old offsets + the starts after the last old record, stamp of the bytes scanned, their leaf
-    digests); None when the last old record no longer starts one, or the whole leaves scanned again
-    before the old end no longer have their digests (the caller rebuilds). ``old_leaves``: the
+) -> Grown | None:
+    """The old offsets kept, the starts after the last old record, the stamp of the bytes scanned and
+    their leaf digests; None when the last old record no longer starts one, or the whole leaves scanned
+    again before the old end no longer have their digests (the caller rebuilds). ``old_leaves``: the
     content-hash leaf digests of the ``old_size`` bytes indexed before (checked by the caller, all of
     them or as :mod:`.leaves` says), reused for the leaves not scanned."""
     # Rescan from the last indexed record: it may have been cut short (no final newline) when indexed.
@@ -251,15 +306,16 @@ def _scan_appended(
             return None  # e.g. a cut-short BOM completed: the start of the data reads differently now
         if any(digests[k] != old_leaves[k] for k in range(keep, old_size // LEAF_BYTES)):
             return None  # the last record's bytes were rewritten (a whole leaf of them hashes differently)
-        dtype = offset_dtype(before.size)  # past 4 GiB the offsets widen to uint64
-        offsets = np.concatenate([old.astype(dtype, copy=False), tail[1 if len(old) else 0 :].astype(dtype)])
+        new = tail[1 if len(old) else 0 :].astype(offset_dtype(before.size))  # past 4 GiB: uint64
         after = storage.stamp(fingerprint=False)
         if before.describe_change(after, content=False) is not None and after.size <= before.size:
             continue  # rewritten in place meanwhile: scan again
-        settled = complete_lines(storage, offsets, before.size, digests, grew=after.size > before.size)
+        settled = complete_lines(storage, new, before.size, digests, grew=after.size > before.size)
         if settled is not None:
             storage.pin(settled.stamp)
-            return settled
+            # the last old record, cut short when indexed, is left out again when it is still being written
+            keep = len(old) - 1 if len(old) and settled.stamp.size <= last else len(old)
+            return Grown(keep, settled.offsets, settled.stamp, settled.leaves)
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
 
 
@@ -310,6 +366,7 @@ def _extend_in_place(old: IndexFile, new_offsets: np.ndarray, meta: IndexMeta) -
             return False
         _pwrite_all(fd, header, 0)  # the header is never longer than what it overwrites: it cannot fail short
         os.fsync(fd)
+        remember_verified(old.path, os.fstat(fd))
         return True
     finally:
         os.close(fd)

@@ -302,6 +302,8 @@ def save_index(
     ``compact``: write a compact ``.index.packed`` (:mod:`sjsonl.index.packed`) instead of the plain
     ``.index.npy``; ``None`` chooses compact only when the plain index would be at least
     :data:`~sjsonl.index.packed.AUTO_COMPACT_BYTES`. ``index_path``'s name decides its format.
+    The file written counts as verified in this process (its metadata is made from ``offsets`` here:
+    :func:`~sjsonl.index.store.remember_verified`).
 
     A place other users can write is not used (the private cache is, with a warning). A storage with
     seek state worth keeping (gzip seek points) gets it written beside the index; that file only speeds
@@ -329,12 +331,12 @@ def save_index(
         target = _explicit(index_path)
         reason = untrusted_reason(os.path.dirname(target))
         if reason is None:
-            written = write_index(target, offsets, meta, compact=packed)
+            written = write_index(target, offsets, meta, compact=packed, known=True)
         else:
             warn_untrusted(os.path.dirname(target), reason, default_cache_dir())
     if written is None:
         where = None if index_path else index_dir
-        written = write_index_somewhere(storage.path, offsets, meta, where, compact=packed)
+        written = write_index_somewhere(storage.path, offsets, meta, where, compact=packed, known=True)
     export = getattr(storage, "export_seek_state", None)
     blob = export(stamp, meta.checksum) if export is not None else None
     if blob:

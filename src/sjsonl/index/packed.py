@@ -263,20 +263,42 @@ def write_packed_index(
 ) -> str:
     """Write ``offsets`` (strictly increasing) and ``meta`` as one compact index file, atomically.
     Returns ``index_path``. ``meta`` is the plain index's (:func:`~sjsonl.index.store.meta_of`)."""
+    write_packed(index_path, offsets, meta, log2_block=log2_block)
+    return index_path
+
+
+def write_packed(
+    index_path: str, offsets: np.ndarray, meta: IndexMeta, *, log2_block: int = DEFAULT_LOG2_BLOCK
+) -> os.stat_result:
+    """:func:`write_packed_index`, returning the file's status as written."""
     headers, packed = encode(np.asarray(offsets), log2_block, NATIVE)
-    head = _HEADER.pack(PACKED_MAGIC, PACKED_VERSION, log2_block, len(offsets), len(headers), len(packed))
+    return write_packed_blocks(index_path, [headers], packed, len(offsets), log2_block, meta)
+
+
+def write_packed_blocks(
+    index_path: str, headers: list[Any], packed: Any, records: int, log2_block: int, meta: IndexMeta
+) -> os.stat_result:
+    """Write a compact index file from its encoding, atomically: the block ``headers`` in parts (one array,
+    or an extended index's kept blocks and then its new ones), the bit stream ``packed``. Returns the
+    file's status as written (before it was moved into place)."""
+    blocks = sum(len(h) for h in headers)
+    head = _HEADER.pack(PACKED_MAGIC, PACKED_VERSION, log2_block, records, blocks, len(packed))
     blob = meta.to_json()
+    status: list[os.stat_result] = []
 
     def write(f: Any) -> None:
         f.write(head.ljust(_HEADER_BYTES, b"\0"))
-        f.write(headers.tobytes())
-        f.write(packed.tobytes())
+        for part in headers:
+            f.write(np.ascontiguousarray(part, dtype="<u8"))
+        f.write(np.ascontiguousarray(packed))
         f.write(blob)
         f.write(_TAIL.pack(len(blob), TRAILER_MAGIC))
+        f.flush()
+        status.append(os.fstat(f.fileno()))
 
     os.makedirs(os.path.dirname(index_path) or ".", exist_ok=True)
     _atomic_write(index_path, write)
-    return index_path
+    return status[0]
 
 
 def open_packed(fd: int, size: int, meta: IndexMeta, trailer_len: int, path: str) -> PackedOffsets:

@@ -225,3 +225,54 @@ class NumpyView:
             return
         starts = np.searchsorted(order, idx >> self.shift) << self.shift
         out[: len(idx)] = decoded[starts + (idx & ((1 << self.shift) - 1))]
+
+
+def encode_appended(
+    headers: np.ndarray, packed: np.ndarray, n: int, log2_block: int, more: np.ndarray, native: Any = None
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """The encoding of ``n`` encoded offsets (``headers``, ``packed``) followed by ``more`` (each larger
+    than the last): ``(kept, tail_headers, packed)`` — the first ``kept`` block headers stay as they are,
+    ``tail_headers`` follow them, and ``packed`` is the whole new bit stream — the same bytes as encoding
+    every offset at once, in work proportional to ``more`` plus a copy of the stream. Only the last block,
+    if it is not full, is encoded again.
+
+    Example:
+        >>> offsets = np.array([0, 10, 25, 27, 100, 130, 131], dtype=np.uint64)
+        >>> h, p = encode(offsets[:3], 1)
+        >>> kept, tail, packed = encode_appended(h, p, 3, 1, offsets[3:])
+        >>> whole = encode(offsets, 1)
+        >>> kept, np.array_equal(np.concatenate([h[:kept], tail]), whole[0]), np.array_equal(packed, whole[1])
+        (1, True, True)
+    """
+    block = 1 << log2_block
+    kept = n >> log2_block  # whole blocks, kept
+    last = np.empty(n - kept * block, dtype=np.uint64)
+    NumpyView(headers, packed, n, log2_block).decode(kept * block, n, last)
+    tail = np.concatenate([last, np.asarray(more, dtype=np.uint64)])
+    new_headers, new_packed = encode(tail, log2_block, native)
+    at = 0  # the bit where the kept blocks' residuals end
+    if kept:
+        info = int(headers[kept - 1, 1])
+        at = (info & ((1 << POS_BITS) - 1)) + (block - 1) * ((info >> 40) & 63)
+    used = 0  # bits of the tail's residuals
+    if len(new_headers):
+        info = int(new_headers[-1, 1])
+        used = (info & ((1 << POS_BITS) - 1)) + (len(tail) - 1 - (len(new_headers) - 1) * block) * (
+            (info >> 40) & 63
+        )
+    if at + used >= 1 << POS_BITS:
+        raise ValueError("too many records for a compact index")
+    new_headers = new_headers.copy()
+    new_headers[:, 1] += np.uint64(at)
+    out = np.zeros((at + used + 7) // 8 + 8, dtype=np.uint8)
+    byte, shift = at >> 3, at & 7
+    out[:byte] = packed[:byte]
+    body = new_packed[: (used + 7) // 8]
+    if shift:
+        out[byte] = packed[byte] & ((1 << shift) - 1)  # the kept blocks' last bits; the rest is re-encoded
+        wide = body.astype(np.uint16) << np.uint16(shift)
+        out[byte : byte + len(body)] |= (wide & np.uint16(0xFF)).astype(np.uint8)
+        out[byte + 1 : byte + 1 + len(body)] |= (wide >> np.uint16(8)).astype(np.uint8)
+    else:
+        out[byte : byte + len(body)] |= body
+    return kept, new_headers, out

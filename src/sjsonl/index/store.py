@@ -64,7 +64,7 @@ from sjsonl.index.layout import (
     candidate_index_paths,
     index_dir_from_env,
 )
-from sjsonl.index.packed import open_packed, packed_index_path, verify_packed, write_packed_index
+from sjsonl.index.packed import open_packed, packed_index_path, verify_packed, write_packed
 from sjsonl.storage import DataStamp, map_readonly
 from sjsonl.storage.atomic import _atomic_write, _temp_tag  # noqa: F401  (_temp_tag: tests read temp names)
 from sjsonl.storage.local import open_regular_file
@@ -125,6 +125,21 @@ def read_index(index_path: str, *, trust_check: bool = True, verify: bool = True
 def _identity(st: os.stat_result) -> tuple[int, ...]:
     """What names one version of an index file in :data:`_VERIFIED`: device, inode, size and times."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def remember_verified(index_path: str, written: os.stat_result) -> None:
+    """Count the index file at ``index_path`` as verified in this process if it is still the one this
+    process wrote from offsets it scanned (``written``: its status when written — the same device,
+    inode, size and mtime): checking it again would only compare those offsets with themselves. Any
+    later change to the file changes its identity, and it is checked again."""
+    try:
+        st = os.stat(index_path)
+    except OSError:
+        return
+    if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
+        written.st_dev, written.st_ino, written.st_size, written.st_mtime_ns,
+    ):  # fmt: skip
+        _VERIFIED.add(_identity(st))
 
 
 def _open_index(index_path: str, trust_check: bool) -> tuple[int, os.stat_result]:
@@ -281,24 +296,36 @@ def meta_of(
     return IndexMeta(stamp, len(offsets), str(offsets.dtype), data_path, checksum, layout=layout)
 
 
-def write_index(index_path: str, offsets: np.ndarray, meta: IndexMeta, *, compact: bool = False) -> str:
+def write_index(
+    index_path: str, offsets: np.ndarray, meta: IndexMeta, *, compact: bool = False, known: bool = False
+) -> str:
     """Write ``offsets`` and ``meta`` as one index file, atomically. Returns ``index_path``.
 
     ``compact``: in the compact format (:func:`~sjsonl.index.packed.write_packed_index`), not ``.npy``.
+    ``known``: the offsets were found by this process's scan and ``meta`` made from them
+    (:func:`meta_of`), so the file counts as verified here (:func:`remember_verified`).
     A format-1 metadata file beside it (``*.index.meta.json``, which other tools took for data) is
     removed."""
     if compact:
-        return write_packed_index(index_path, offsets, meta)
+        status = write_packed(index_path, offsets, meta)
+        if known:
+            remember_verified(index_path, status)
+        return index_path
     directory = os.path.dirname(index_path) or "."
     os.makedirs(directory, exist_ok=True)
     blob = meta.to_json()
+    written: list[os.stat_result] = []
 
     def write(f: IO[bytes]) -> None:
         np.save(f, np.ascontiguousarray(offsets), allow_pickle=False)
         f.write(blob)
         f.write(_TAIL.pack(len(blob), TRAILER_MAGIC))
+        f.flush()
+        written.append(os.fstat(f.fileno()))
 
     _atomic_write(index_path, write)
+    if known:
+        remember_verified(index_path, written[0])
     legacy = (index_path[:-4] if index_path.endswith(".npy") else index_path) + LEGACY_META_SUFFIX
     with contextlib.suppress(OSError):
         os.unlink(legacy)
@@ -310,11 +337,18 @@ _CANNOT_WRITE = (errno.EPERM, errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EDQ
 
 
 def write_index_somewhere(
-    data_path: str, offsets: np.ndarray, meta: IndexMeta, index_dir: str | None, *, compact: bool = False
+    data_path: str,
+    offsets: np.ndarray,
+    meta: IndexMeta,
+    index_dir: str | None,
+    *,
+    compact: bool = False,
+    known: bool = False,
 ) -> str:
     """Write to the first trusted place that takes it (see :func:`candidate_index_paths`); the private
     cache, created with mode 0700, is the last resort. ``compact``: as ``<stem>.index.packed``; the
-    index in the other format at the same place, if any, is removed (one index per place)."""
+    index in the other format at the same place, if any, is removed (one index per place). ``known`` as
+    for :func:`write_index`."""
     places = candidate_index_paths(data_path, index_dir)
     asked = index_dir_from_env(index_dir)
     refused: OSError | None = None  # why the directory asked for did not take it
@@ -324,7 +358,7 @@ def write_index_somewhere(
         try:
             if path == places[-1]:
                 os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            written = write_index(target, offsets, meta, compact=compact)
+            written = write_index(target, offsets, meta, compact=compact, known=known)
             with contextlib.suppress(OSError):
                 os.unlink(other)
             if refused is not None and asked is not None:
