@@ -195,6 +195,17 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
             >>> _ = open(path, "a").write('{"step": 2}\\n')
             >>> len(ds), len(ds.refresh()), ds[-1]
             (1, 2, {'step': 2})
+
+        With ``appends="trust"`` (a producer that only ever appends) a refresh hashes the bytes appended
+        and a few leaves of the rest again, not every indexed byte (what that cannot see: the ``appends``
+        argument above):
+
+            >>> import shutil
+            >>> ds = JSONLDataset(path, appends="trust")  # (its index, built before, is hashed in full once)
+            >>> _ = open(path, "a").write('{"step": 3}\\n')
+            >>> len(ds.refresh()), sorted(os.listdir(os.path.dirname(path)))
+            (3, ['log.index.leaves', 'log.index.npy', 'log.jsonl'])
+            >>> shutil.rmtree(os.path.dirname(path))
         """
         if self._order is not None and not isinstance(self._order, SkipMap):
             raise InvalidArgumentError(
