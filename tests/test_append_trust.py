@@ -26,7 +26,7 @@ from sjsonl.index.packed_codec import encode, encode_appended
 from sjsonl.index.store import read_index
 from sjsonl.storage import LocalFile
 from sjsonl.storage.base import FINGERPRINT_SPAN
-from sjsonl.storage.content import LEAF_BYTES, content_hash
+from sjsonl.storage.content import LEAF_BYTES, content_hash, leaf_digests
 from sjsonl.storage.sidecar import ArtifactWarning
 
 RECORD = 100  # bytes a record, line ending included: record i starts at i * RECORD
@@ -386,3 +386,32 @@ def test_the_extended_index_is_not_checked_again_here_but_any_change_to_it_is(da
         assert again[0]["i"] == 0
     assert again._files[0].index_origin == "built"
     expect_records(again, RECORDS + 3)
+
+
+@pytest.mark.parametrize("appends", ["trust", "verify"])
+def test_a_writer_appending_during_the_refresh(data, compact, monkeypatch, appends):
+    """The producer writes on while a refresh scans: the bytes scanned are hashed again to prove no one
+    rewrote them meanwhile — under "trust" only the leaves this scan read (a refresh that races the writer
+    must not read the whole file), by default every indexed byte, as before."""
+    ds = open_ds(data, compact, appends)
+    append(data, RECORDS, 5)
+    scan, rehashed = append_module.scan_file, []
+
+    def scan_then_grow(*args, **kwargs):
+        found = scan(*args, **kwargs)
+        append(data, RECORDS + 5, 2)  # written while the scan ran
+        return found
+
+    def spy(read, first_leaf, size, threads=1):
+        rehashed.append(first_leaf)
+        return leaf_digests(read, first_leaf, size, threads)
+
+    monkeypatch.setattr(append_module, "scan_file", scan_then_grow)
+    monkeypatch.setattr(append_module, "leaf_digests", spy)
+    ds.refresh()
+    assert ds._files[0].index_origin == "extended"
+    expect_records(ds, RECORDS + 5)  # the bytes written during the scan show at the next refresh
+    last_leaf = (RECORDS * RECORD - 1) // LEAF_BYTES
+    assert rehashed == ([last_leaf] if appends == "trust" else [0, 0])  # (default: the check, the recheck)
+    monkeypatch.undo()
+    expect_records(ds.refresh(), RECORDS + 7)

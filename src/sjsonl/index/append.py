@@ -101,7 +101,13 @@ class Settled(NamedTuple):
 
 
 def complete_lines(
-    storage: LocalFile, offsets: np.ndarray, size: int, digests: dict[int, int], *, grew: bool
+    storage: LocalFile,
+    offsets: np.ndarray,
+    size: int,
+    digests: dict[int, int],
+    *,
+    grew: bool,
+    recheck_from: int = 0,
 ) -> Settled | None:
     """(offsets, stamp, leaf digests) for the scan of ``[0, size)`` of a local file that was just made:
     ``digests`` are its content-hash leaf digests as scanned (by leaf number). Only complete lines are
@@ -110,10 +116,15 @@ def complete_lines(
     JSON yet and the file was written in the last :data:`WRITER_SECONDS` — a line being written. That
     line and the rest show on a later open or ``refresh()``. (The one place the index layer parses
     JSON: a single line, to tell a last line being written from a finished file that lacks a final
-    newline.) ``None`` when the bytes scanned were rewritten (the caller scans again)."""
+    newline.) ``None`` when the bytes scanned were rewritten (the caller scans again). ``recheck_from``:
+    the first leaf hashed again when the file grew (those before it the caller took on trust:
+    ``appends="trust"``, where a writer at work must not make each refresh a read of the whole file)."""
     read = storage.read_unchecked
     scanned = [digests[k] for k in range(len(digests))]
-    if grew and (storage.stamp(fingerprint=False).size < size or leaf_digests(read, 0, size) != scanned):
+    if grew and (
+        storage.stamp(fingerprint=False).size < size
+        or leaf_digests(read, recheck_from, size) != scanned[recheck_from:]
+    ):
         return None
     cut = _after_last_newline(read, size)
     if cut < size and not grew and not _being_written(storage, read(cut, size)):
@@ -171,11 +182,12 @@ def extend_grown_index(
         if meta.layout or os.path.basename(meta.data_path) != os.path.basename(storage.path):
             continue
         kept = trusted_leaves(storage, meta.stamp, path) if appends == "trust" else None
+        trusted = kept is not None
         if kept is None:
             kept = _grew_from(storage, meta.stamp, workers)
         if kept is None:
             continue
-        grown = _scan_appended(storage, old.offsets, kept, meta.stamp.size, workers, progress)
+        grown = _scan_appended(storage, old.offsets, kept, meta.stamp.size, workers, progress, trusted)
         if grown is None:
             return None
         found = _save_extended(storage.path, old, grown, index_dir, index_path)
@@ -270,12 +282,13 @@ def _scan_appended(
     old_size: int,
     workers: int | None,
     progress: bool | None,
+    trusted: bool = False,
 ) -> Grown | None:
     """The old offsets kept, the starts after the last old record, the stamp of the bytes scanned and
     their leaf digests; None when the last old record no longer starts one, or the whole leaves scanned
     again before the old end no longer have their digests (the caller rebuilds). ``old_leaves``: the
     content-hash leaf digests of the ``old_size`` bytes indexed before (checked by the caller, all of
-    them or as :mod:`.leaves` says), reused for the leaves not scanned."""
+    them or, ``trusted``, as :mod:`.leaves` says), reused for the leaves not scanned."""
     # Rescan from the last indexed record: it may have been cut short (no final newline) when indexed.
     # Scanning from the newline before it finds it again (its bytes were verified: it still starts a
     # record), and nothing before it changes.
@@ -310,12 +323,15 @@ def _scan_appended(
         after = storage.stamp(fingerprint=False)
         if before.describe_change(after, content=False) is not None and after.size <= before.size:
             continue  # rewritten in place meanwhile: scan again
-        settled = complete_lines(storage, new, before.size, digests, grew=after.size > before.size)
+        grew = after.size > before.size
+        settled = complete_lines(
+            storage, new, before.size, digests, grew=grew, recheck_from=keep if trusted else 0
+        )
         if settled is not None:
             storage.pin(settled.stamp)
             # the last old record, cut short when indexed, is left out again when it is still being written
-            keep = len(old) - 1 if len(old) and settled.stamp.size <= last else len(old)
-            return Grown(keep, settled.offsets, settled.stamp, settled.leaves)
+            records = len(old) - 1 if len(old) and settled.stamp.size <= last else len(old)
+            return Grown(records, settled.offsets, settled.stamp, settled.leaves)
     raise SJSONLError(f"data file keeps changing while it is indexed: {storage.path}")
 
 
