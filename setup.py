@@ -1,11 +1,13 @@
-"""Builds sjsonl's six C extensions (everything else is in pyproject.toml): the newline scan, random
+"""Builds sjsonl's seven C extensions (everything else is in pyproject.toml): the newline scan, random
 access into compact indexes, memory-mapped reads that raise instead of SIGBUS, UTF-8 validation without
-decoding, ``ds[i]`` in one compiled step, and the bin packing of sequence packs.
+decoding, column types from the record bytes, ``ds[i]`` in one compiled step, and the bin packing of sequence
+packs.
 
 All are optional: without a C compiler the install still succeeds and sjsonl uses numpy instead, which
 gives the same offsets (``sjsonl.index.scan.NATIVE`` and ``sjsonl.index.packed.NATIVE`` say which runs),
 reads local files with ``pread`` instead of a guarded map (``sjsonl.storage.local.GUARDED``), and checks
-UTF-8 with ``bytes.decode`` (``sjsonl.records.decode.NATIVE_UTF8``), and serves ``ds[i]`` in Python
+UTF-8 with ``bytes.decode`` (``sjsonl.records.decode.NATIVE_UTF8``), types columns in Python
+(``sjsonl.records.fast_types.NATIVE``), and serves ``ds[i]`` in Python
 (``sjsonl.data.dataset.HOT``) and packs in Python (``sjsonl.data.packing.plan.NATIVE``).
 """
 
@@ -34,6 +36,12 @@ setup(
         Extension(
             "sjsonl.records._utf8",
             ["src/sjsonl/records/_utf8.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "sjsonl.records._types",
+            ["src/sjsonl/records/_types.c"],
             optional=True,
             extra_compile_args=["-O3"],
         ),

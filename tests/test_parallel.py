@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.records import chunks, fast_types
 from sjsonl.records import schema as schema_mod
 from sjsonl.runtime import parallel
 from sjsonl.runtime.parallel import ProcessPool, ShippingError, WorkerError, dumps, map_in_order
@@ -183,11 +184,13 @@ def _write(path: Path, n: int) -> str:
 
 
 def test_the_schema_pass_takes_the_datasets_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """load_dataset(num_proc=1) → JSONLDataset(workers=1): the schema pass runs in-process."""
+    """load_dataset(num_proc=1) → JSONLDataset(workers=1): the schema pass runs in-process (the Python pass,
+    where the compiled one is not built; that one's threads: tests/test_fast_types.py)."""
     from sjsonl import load_dataset
 
+    monkeypatch.setattr(fast_types, "NATIVE", None)
     monkeypatch.setattr(schema_mod, "PARALLEL_MIN_RECORDS", 10)
-    monkeypatch.setattr(schema_mod, "_CHUNK_RECORDS", 100)
+    monkeypatch.setattr(chunks, "_CHUNK_RECORDS", 100)
     path = _write(tmp_path / "d.jsonl", 1000)
     started = []
     monkeypatch.setattr(parallel, "ProcessPool", lambda *a, **k: started.append(a) or _no_pool())
@@ -200,8 +203,9 @@ def test_the_schema_pass_takes_the_datasets_workers(tmp_path: Path, monkeypatch:
 def test_mindspore_num_proc_1_runs_the_schema_pass_in_process(tmp_path, monkeypatch) -> None:
     import sjsonl.mindspore
 
+    monkeypatch.setattr(fast_types, "NATIVE", None)  # (the Python pass: the compiled one uses no pool)
     monkeypatch.setattr(schema_mod, "PARALLEL_MIN_RECORDS", 10)
-    monkeypatch.setattr(schema_mod, "_CHUNK_RECORDS", 100)
+    monkeypatch.setattr(chunks, "_CHUNK_RECORDS", 100)
     monkeypatch.setattr(parallel, "ProcessPool", _no_pool)
     path = _write(tmp_path / "d.jsonl", 1000)
     with warnings.catch_warnings():

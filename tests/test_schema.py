@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.records import chunks, fast_types
 from sjsonl.records import schema as schema_mod
 from sjsonl.records.schema import ColumnType, RecordSchema, infer_schema, schema_cache_path, schema_of_records
 from sjsonl.storage import atomic
@@ -57,12 +58,19 @@ def test_a_corrupt_cache_is_recomputed(tmp_path: Path) -> None:
     assert infer_schema(ds)["a"].kind == "bool"
 
 
-def test_parallel_chunks_give_the_sequential_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("compiled", [True, False], ids=["threads", "processes"])
+def test_parallel_chunks_give_the_sequential_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
     rows = [{"i": i, "l": [i, i]} for i in range(3000)]
     rows[2999] = {"i": "x", "late": [[1.5]]}
     ds = JSONLDataset(_write(tmp_path / "d.jsonl", rows))
-    monkeypatch.setattr(schema_mod, "PARALLEL_MIN_RECORDS", 10)
-    monkeypatch.setattr(schema_mod, "_CHUNK_RECORDS", 700)
+    if compiled:  # chunks of ~110 records on 2 threads
+        monkeypatch.setattr(chunks, "CHUNK_BYTES", 2000)
+    else:  # the Python pass in 2 processes, where the compiled pass is not built
+        monkeypatch.setattr(fast_types, "NATIVE", None)
+        monkeypatch.setattr(schema_mod, "PARALLEL_MIN_RECORDS", 10)
+        monkeypatch.setattr(chunks, "_CHUNK_RECORDS", 700)
     parallel = infer_schema(ds, workers=2, cache=False)
     assert parallel == schema_of_records(rows)
     assert parallel.column_names == ["i", "l", "late"]

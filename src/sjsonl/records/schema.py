@@ -2,11 +2,12 @@
 
 A typed consumer (MindSpore's numpy rows, 🤗 ``features``/``column_names``) must fix each column's type before
 the first row goes out. Guessing from a sample breaks training hours in: a float at row 2501 of an int column
-fails mid-epoch. :func:`infer_schema` therefore looks at every record of every file once — in parallel
-processes for large files, with a progress bar on a terminal — and saves the result beside the file's index
-as ``<stem>.index.schema`` (e.g. ``train.index.schema`` next to ``train.index.npy``). The cache is keyed by
-the index's identity (the data stamp and the record count), so a rebuilt index (the data changed) makes it
-stale and it is recomputed; a view of a dataset (shuffle, select, shard …) has its files' schema.
+fails mid-epoch. :func:`infer_schema` therefore looks at every record of every file once — in compiled code
+on threads (:mod:`sjsonl.records.fast_types`; the rules here stay the definition), with a progress bar on a
+terminal — and saves the result beside the file's index as ``<stem>.index.schema`` (e.g.
+``train.index.schema`` next to ``train.index.npy``). The cache is keyed by the index's identity (the data
+stamp and the record count), so a rebuilt index (the data changed) makes it stale and it is recomputed; a
+view of a dataset (shuffle, select, shard …) has its files' schema.
 
 Column types (:class:`ColumnType`) are those JSON values can share:
 
@@ -46,8 +47,8 @@ Example:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator, Mapping
+import functools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,19 +57,17 @@ import orjson
 
 from sjsonl.errors import ColumnNotFoundError, InvalidArgumentError
 from sjsonl.index.layout import artifact_path
-from sjsonl.runtime.parallel import map_in_order, worker_count
-from sjsonl.runtime.progress import Progress
+from sjsonl.records import fast_types
+from sjsonl.records.chunks import map_record_chunks
 from sjsonl.storage.sidecar import index_key, read_sidecar, write_sidecar
 
 KINDS = ("str", "int64", "float64", "bool", "json", "null")
 CACHE_VERSION = 3
 #: The first bytes of a ``.schema`` cache file (see :mod:`sjsonl.storage.sidecar`).
 SCHEMA_MAGIC = b"SJSONLsc"
-#: Files with this many records or more are typed in worker processes too (:mod:`sjsonl.runtime.parallel`). A
-#: worker takes ~0.3-0.5 s of CPU to start and typing costs 2.5-8 µs a record: below this the pool did not pay
-#: (``benchmarks/bench_parallel.py``: even at 400,000 records, 1 M records 1.2× on a shared 2-core machine).
+#: Where the compiled pass is not built, files with this many records or more are typed in worker processes
+#: too (:mod:`sjsonl.runtime.parallel`; a worker takes ~0.3-0.5 s to start, Python 2.5-8 µs a record).
 PARALLEL_MIN_RECORDS = 500_000
-_CHUNK_RECORDS = 50_000  # the unit of work: small enough to share out, large enough to cost ~0.1 s
 _SCALAR_KIND = {str: "str", bool: "bool", float: "float64", int: "int64"}
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -363,10 +362,8 @@ def _read_cache(f: Any) -> RecordSchema | None:
     index)."""
     if f.index_path is None:
         return None
-    found = read_sidecar(
-        schema_cache_path(f.index_path), SCHEMA_MAGIC, _cache_key(f), lambda b: _checked_cache(f, b)
-    )
-    return found  # type: ignore[no-any-return]
+    path = schema_cache_path(f.index_path)
+    return read_sidecar(path, SCHEMA_MAGIC, _cache_key(f), lambda b: _checked_cache(f, b))  # type: ignore[no-any-return]
 
 
 def _write_cache(f: Any, schema: RecordSchema) -> None:
@@ -436,37 +433,21 @@ def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
     return schema_of_records(f.iter_good_records(lo, hi))
 
 
-def map_record_chunks(
-    f: Any, fn: Any, workers: int | None, progress: bool | None, desc: str, min_records: int
-) -> Iterator[Any]:
-    """``fn(f, lo, hi)`` over the record chunks of an :class:`~sjsonl.data.source.IndexedFile`, results in
-    file order, with a progress bar counting bytes. Files of ``min_records`` records or more run in
-    ``workers`` processes (:mod:`sjsonl.runtime.parallel`: decoding is CPU-bound Python that holds the GIL;
-    the pool never re-runs the user's script); ``workers`` None means the workers ``f`` was opened with, else
-    the default."""
-    nbytes = int(f.end)
-    bar = Progress(nbytes, f"{desc} {os.path.basename(f.path)}", progress)
-    bounds = list(iter_chunks(f.n, _CHUNK_RECORDS))
-    offsets = f.offsets
-    if workers is None:  # e.g. load_dataset(num_proc=1): the dataset's own worker count holds here too
-        workers = getattr(f, "_index_args", {}).get("workers")
-    processes = worker_count(workers) if f.n >= min_records else 1
-    results = map_in_order(fn, bounds, processes, shared=f)  # f goes to each worker once
-    try:
-        for (lo, hi), result in zip(bounds, results):
-            yield result
-            if bar.update:
-                bar.update((int(offsets[hi]) if hi < f.n else nbytes) - int(offsets[lo]))
-    finally:
-        results.close()  # a pass left early (an error here): its workers end now
-        bar.close()
+def _fast_chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
+    # the compiled pass's runs, and each record it hands back typed (or refused) here by the Python pass
+    parts = fast_types.chunk_parts(f, lo, hi)
+    return _merged(_chunk_schema(f, p, p + 1) if isinstance(p, int) else RecordSchema(*p) for p in parts)
 
 
 def _file_schema(f: Any, workers: int | None, progress: bool | None) -> RecordSchema:
-    schema = RecordSchema()
-    for part in map_record_chunks(f, _chunk_schema, workers, progress, "schema", PARALLEL_MIN_RECORDS):
-        schema = schema.merge(part)  # merged in file order: column order is stable
-    return schema
+    fast = fast_types.usable(f)  # compiled, on threads; else in Python, in processes for large files
+    fn = _fast_chunk_schema if fast else _chunk_schema
+    parts = map_record_chunks(f, fn, workers, progress, "schema", PARALLEL_MIN_RECORDS, threads=fast)
+    return _merged(parts)
+
+
+def _merged(parts: Iterable[RecordSchema]) -> RecordSchema:
+    return functools.reduce(RecordSchema.merge, parts, RecordSchema())  # in order: column order is stable
 
 
 def _indexed_files(ds: Any) -> list[Any] | None:
@@ -494,8 +475,9 @@ def infer_schema(
             iterable of records (looked at once, not cached).
         sample: look at only ``sample`` evenly spaced records instead (nothing cached). Only on request:
             a value outside the sample can contradict the types (that is what the full pass rules out).
-        workers: processes for files of :data:`PARALLEL_MIN_RECORDS` records or more (default: the
-            ``workers`` the dataset was opened with, else the CPU count, at most 8; 1: in this process).
+        workers: threads of the compiled pass (else processes for files of :data:`PARALLEL_MIN_RECORDS`
+            records or more); default: the ``workers`` the dataset was opened with, else the CPU count, at
+            most 8; 1: in this thread.
         progress: progress bar on stderr (default: for large files on a terminal).
         cache: read and write ``<stem>.index.schema`` beside each index.
 
@@ -534,14 +516,3 @@ def _evenly(n: int, k: int) -> np.ndarray:
     if k < 1:
         raise InvalidArgumentError(f"sample must be at least 1, not {k}")
     return np.unique(np.linspace(0, n - 1, min(n, k)).astype(np.int64)) if n else np.zeros(0, np.int64)
-
-
-def iter_chunks(n: int, step: int) -> Iterator[tuple[int, int]]:
-    """``[lo, hi)`` record ranges of ``step`` records covering ``[0, n)``.
-
-    Example:
-        >>> list(iter_chunks(5, 2))
-        [(0, 2), (2, 4), (4, 5)]
-    """
-    for lo in range(0, n, step):
-        yield lo, min(n, lo + step)

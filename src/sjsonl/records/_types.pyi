@@ -1,0 +1,8 @@
+import numpy as np
+import numpy.typing as npt
+
+Signature = tuple[str | None, int | None]
+
+def scan(
+    data: bytes | bytearray | memoryview, bounds: npt.NDArray[np.int64], lo: int, hi: int, /
+) -> tuple[int, dict[str, Signature | None], dict[str, int], int, Signature | None]: ...

@@ -1,0 +1,105 @@
+"""The all-rows type pass in compiled code: :mod:`sjsonl.records.schema`'s column types of a file's records,
+read from their bytes by ``_types.c`` without a Python object per record, on threads (the GIL released).
+
+:func:`sjsonl.records.schema.infer_schema` types a file here whenever the extension was built (:data:`NATIVE`)
+and the file is JSON Lines (a JSON document's elements go the Python way). The rules are still schema.py's:
+the compiled pass returns the same signatures and counts, and any record it is not sure about — not strict
+JSON (so an invalid record, NaN), a top-level key with an escape or held twice, an integer of more than 640
+digits, nesting past 128 — it hands back by number, and the Python pass types that record (or raises its
+located error), so the result is the Python pass's whatever the file holds (``tests/test_fast_types.py``).
+About 0.2 µs a short record on one core where the Python pass takes ~5 µs (``benchmarks/bench_types.py``).
+
+A file is typed in chunks of about :data:`CHUNK_BYTES`, on up to ``workers`` threads when it is memory-mapped
+(a local file: its guarded map is read by any thread; other storages are read in order, on one), each chunk
+read as one block of bytes (a copy made under the map's guard, so a file cut short raises instead of SIGBUS)
+and typed without the GIL; the chunks' schemas merge in file order.
+
+Example:
+    >>> import numpy as np
+    >>> data = b'{"a": 1, "b": [1.5]}\\n{"a": NaN}\\n{"a": 2, "c": null}\\n'
+    >>> bounds = np.cumsum([0] + [len(line) for line in data.splitlines(keepends=True)])
+    >>> for part in scan_parts(data, bounds, 0, 3):
+    ...     print(part)
+    ({'a': ('int64', 0), 'b': ('float64', 1)}, {'a': 1, 'b': 1}, 1, 1, None)
+    1
+    ({'a': ('int64', 0), 'c': None}, {'a': 1, 'c': 0}, 1, 1, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+
+def _native() -> ModuleType | None:
+    try:
+        from sjsonl.records import _types
+    except ImportError:  # built without a C compiler: the Python pass types every record
+        return None
+    return _types
+
+
+#: The compiled type pass (``sjsonl/records/_types.c``), or None where it was not built.
+NATIVE = _native()
+#: Bytes of records a chunk of the pass holds: a unit to share among threads (~4 ms of typing).
+CHUNK_BYTES = 4 << 20
+#: At most this many bytes are read at once (a chunk of few, long records is read in blocks of records).
+READ_BYTES = 16 << 20
+
+#: The pieces :func:`scan_parts` yields: the schema of a run of records, as ``RecordSchema(*part)`` takes it
+#: (``sigs, present, rows, objects, whole``) — or the number of a record it hands back.
+Part = tuple[dict[str, Any], dict[str, int], int, int, Any] | int
+
+
+def usable(f: Any) -> bool:
+    """Whether the compiled pass types ``f`` (an :class:`~sjsonl.data.source.IndexedFile`): built, and JSON
+    Lines (a JSON document's elements are typed by the Python pass).
+
+    Example:
+        >>> usable(type("F", (), {"layout": "[]"})())
+        False
+    """
+    return NATIVE is not None and not f.layout
+
+
+def scan_parts(data: Any, bounds: np.ndarray, lo: int, hi: int, first: int = 0) -> Iterator[Part]:
+    """The schema of records ``lo..hi`` of ``data`` (record ``k`` is ``data[bounds[k]:bounds[k + 1]]``) in
+    pieces, in order: a tuple for each run the compiled pass typed, and the number (``first + k``) of each
+    record it hands back (see the module docstring)."""
+    assert NATIVE is not None
+    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    k = lo
+    while k < hi:
+        stop, sigs, present, objects, whole = NATIVE.scan(data, bounds, k, hi)
+        if stop > k:
+            yield sigs, present, stop - k, objects, whole
+        if stop < hi:
+            yield first + stop
+        k = stop + 1
+
+
+def chunk_parts(f: Any, lo: int, hi: int) -> Iterator[Part]:
+    """:func:`scan_parts` of records ``lo..hi`` of ``f``, the records left out as bad lines skipped."""
+    bounds = np.asarray(f.offsets[lo : hi + 1], dtype=np.int64)
+    if len(bounds) == hi - lo:  # the chunk holds the last record
+        bounds = np.append(bounds, np.int64(f.end))
+    bad = f.bad_records
+    bad = (bad[np.searchsorted(bad, lo) : np.searchsorted(bad, hi)] - lo).tolist()
+    mapped = getattr(f.storage, "buffer", None) is not None
+    a, count = 0, hi - lo
+    while a < count:
+        b = int(np.searchsorted(bounds, bounds[a] + READ_BYTES, side="right")) - 1
+        b = min(count, max(a + 1, b))
+        base = int(bounds[a])
+        # a mapped file: one copy under the guard; other storages: each record checked to end a line
+        ends = [int(bounds[b])] if mapped else bounds[a + 1 : b + 1].tolist()
+        data = f.read_spans(base, int(bounds[b]), ends)
+        rel = bounds[a : b + 1] - base
+        start = a
+        for skip in [x for x in bad if a <= x < b] + [b]:
+            yield from scan_parts(data, rel, start - a, skip - a, lo + a)
+            start = skip + 1
+        a = b
