@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from sjsonl.cli import stats as cli_stats
-from sjsonl.records import badlines, schema
+from sjsonl.records import badlines, chunks, schema
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 #: records in each test file: above the schema and bad-line thresholds (and several chunks of work)
-RECORDS = max(schema.PARALLEL_MIN_RECORDS, badlines.PARALLEL_MIN_RECORDS) + 3 * schema._CHUNK_RECORDS
+RECORDS = max(schema.PARALLEL_MIN_RECORDS, badlines.PARALLEL_MIN_RECORDS) + 3 * chunks._CHUNK_RECORDS
 
 pytestmark = pytest.mark.slow  # each runs a whole pass over a million-record file, some in MindSpore
 
