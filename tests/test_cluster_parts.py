@@ -5,8 +5,6 @@ tests/test_dask_cluster.py (slow tier)."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 
 import dask
@@ -19,7 +17,8 @@ from sjsonl.dask import partition_rows, read_jsonl, read_jsonl_bag
 from sjsonl.data.parts import as_columns, expand_paths, open_corpus
 from sjsonl.errors import DataFileNotFoundError, InvalidArgumentError
 from sjsonl.sampling.ranges import record_ranges
-from sjsonl.storage.compressed import to_seekable_zstd
+
+from ._cluster_data import lines, write_corpus
 
 
 @given(st.lists(st.integers(0, 40), max_size=8), st.integers(1, 50))
@@ -41,27 +40,10 @@ def test_ranges_refuse_a_zero_count():
         record_ranges([3], 0)
 
 
-def _rows(n: int, start: int = 0) -> list[dict]:
-    return [
-        {"i": i, "text": "é" * (i % 7), "big": 2**64 + i if i % 5 == 0 else i}
-        for i in range(start, start + n)
-    ]
-
-
-def _lines(rows: list) -> bytes:
-    return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
-
-
 @pytest.fixture
 def corpus_files(tmp_path):
-    """Four files of different sizes and kinds (plain, .gz, .zst, an empty one), 250 records in all."""
-    (tmp_path / "a.jsonl").write_bytes(_lines(_rows(100)))
-    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(_lines(_rows(70, 100))))
-    (tmp_path / "c.jsonl").write_bytes(b"")
-    (tmp_path / "plain-d").write_bytes(_lines(_rows(80, 170)))
-    to_seekable_zstd(str(tmp_path / "plain-d"), str(tmp_path / "d.jsonl.zst"))
-    (tmp_path / "plain-d").unlink()
-    return tmp_path
+    """Four files of different sizes and kinds (plain, .gz, an empty one, .zst), 250 records in all."""
+    return write_corpus(tmp_path)
 
 
 def test_a_directory_is_its_json_files_and_parts_are_exact(corpus_files):
@@ -74,7 +56,7 @@ def test_a_directory_is_its_json_files_and_parts_are_exact(corpus_files):
         parts = corpus.parts(k)
         assert [r for p in parts for r in p.read()] == expected
         assert max(p.rows for p in parts) - min(p.rows for p in parts) <= 1
-        sizes = [len(_lines([r])) for r in expected]  # json.dumps wrote each line: its bytes, exactly
+        sizes = [len(lines([r])) for r in expected]  # json.dumps wrote each line: its bytes, exactly
         assert [p.nbytes for p in parts] == [sum(sizes[p.start : p.start + p.rows]) for p in parts]
 
 
@@ -133,7 +115,7 @@ def test_dask_bag_holds_the_records_themselves(corpus_files):
 
 def test_dask_columns_and_a_column_missed_by_the_sample(tmp_path):
     rows = [{"a": i} for i in range(2000)] + [{"a": 1, "late": "x"}]
-    (tmp_path / "d.jsonl").write_bytes(_lines(rows))
+    (tmp_path / "d.jsonl").write_bytes(lines(rows))
     df = read_jsonl(tmp_path / "d.jsonl", npartitions=2, columns=["late"])
     late = df["late"].compute(scheduler="sync")
     assert late.isna().sum() == 2000 and late.iloc[-1] == "x"
