@@ -31,6 +31,7 @@ import orjson
 
 from sjsonl.errors import SJSONLError
 from sjsonl.index.layout import LEGACY_META_SUFFIX, artifact_path, default_index_path, seek_state_path
+from sjsonl.index.leaves import leaves_path
 from sjsonl.index.packed import index_names
 from sjsonl.records.badlines import badlines_path
 from sjsonl.records.decode import loads
@@ -50,6 +51,7 @@ def _sidecars(index_path: str) -> Iterator[tuple[str, str]]:
     yield badlines_path(index_path), "the bad-lines file"
     yield schema_cache_path(index_path), "the schema file"
     yield artifact_path(index_path, ".tokens"), "the token lengths file"
+    yield leaves_path(index_path), "the leaf digests file"
 
 
 def artifact_paths(data_path: str, index_dir: str | None) -> Iterator[tuple[str, str]]:
