@@ -132,7 +132,10 @@ def complete_lines(
     # (a scalar of the offsets' own dtype: with a Python int numpy would copy them all to int64 first)
     offsets = offsets[: int(np.searchsorted(offsets, offsets.dtype.type(cut)))]
     full = cut // LEAF_BYTES
-    leaves = scanned[:full] + ([leaf_digest(read(full * LEAF_BYTES, cut))] if cut % LEAF_BYTES else [])
+    if cut == size:  # the scan's last chunk ended here: its digest is the last leaf's
+        leaves = scanned
+    else:
+        leaves = scanned[:full] + ([leaf_digest(read(full * LEAF_BYTES, cut))] if cut % LEAF_BYTES else [])
     now = storage.stamp(fingerprint=False)
     stamp = replace(now, size=cut, fingerprint=storage.fingerprint(cut), content=content_of(leaves, cut))
     return Settled(offsets, stamp, leaves)
