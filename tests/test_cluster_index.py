@@ -165,6 +165,7 @@ def cli(*args: object) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # starts a dask LocalCluster of processes
 def test_cli_dask_local(tmp_path):
     files, expected = write_corpus(tmp_path / "data")
     index_dir = tmp_path / "cli-indexes"

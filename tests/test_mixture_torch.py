@@ -71,7 +71,7 @@ def resume_child(job_file: str, out_file: str) -> None:
     Path(out_file).write_bytes(pickle.dumps(out))
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])
 def test_mixture_resumes_exactly_in_a_fresh_process(sources, tmp_path, workers):
     paths = list(sources.values())
     reference = {rank: batches(mixture_loader(paths, workers, rank)) for rank in range(2)}

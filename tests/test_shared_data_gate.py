@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 NODE = "tests/test_storage_zip.py::test_human_eval_zipped"  # a test that takes shared_data
 
@@ -31,6 +33,7 @@ def _run(tmp_path: Path, require: bool) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # runs pytest twice in subprocesses
 def test_missing_shared_data_skips_on_a_clone_and_fails_in_ci(tmp_path: Path) -> None:
     clone = _run(tmp_path, require=False)
     assert clone.returncode == 0, clone.stdout + clone.stderr
@@ -40,6 +43,7 @@ def test_missing_shared_data_skips_on_a_clone_and_fails_in_ci(tmp_path: Path) ->
     assert "1 error" in ci.stdout and "SJSONL_REQUIRE_SHARED=1" in ci.stdout
 
 
+@pytest.mark.slow  # runs pytest twice in subprocesses
 def test_a_missing_compiled_scan_skips_on_a_clone_and_fails_in_ci(tmp_path: Path) -> None:
     """The same gate for the compiled scan: $SJSONL_SCAN=numpy stands in for a machine without a compiler."""
     node = "tests/test_scan_native.py::test_the_extension_itself"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sjsonl.sample import write_corpus
 
 WORLD = 2
@@ -84,6 +86,7 @@ def launch(path: Path, out_dir: Path) -> list[subprocess.Popen]:
     ]
 
 
+@pytest.mark.slow  # two processes, gloo and a DataLoader each
 def test_two_process_gloo_run(tmp_path):
     path = tmp_path / "data.jsonl"
     write_corpus(path, n_records=N, kind="short", seed=5)

@@ -36,6 +36,7 @@ def python_says(data: bytes) -> bool:
     return True
 
 
+@pytest.mark.slow  # every input up to a length: ~10 s of one core
 def test_every_short_input_agrees_with_the_strict_decoder():
     native = compiled_check()
     disagree = []
