@@ -269,6 +269,7 @@ SUITES = {
     "append": ("bench_append", "Reopening after a 1% append (index extended) vs a full index build"),
     "billion": ("bench_billion", "10^9 records in 1,000 files: open time, memory, checked reads"),
     "many_files": ("bench_many_files", "Many small files: first open and reopen vs one file of the records"),
+    "clusters": ("bench_clusters", "Ray Data and Dask: their JSON readers vs sjsonl.ray and sjsonl.dask"),
     "index_size": ("bench_index_size", "Compact vs plain index: bytes per record, build, ds[i], iteration"),
     "safe_reads": (
         "bench_safe_reads",
