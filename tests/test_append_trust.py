@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -415,3 +416,34 @@ def test_a_writer_appending_during_the_refresh(data, compact, monkeypatch, appen
     assert rehashed == ([last_leaf] if appends == "trust" else [0, 0])  # (default: the check, the recheck)
     monkeypatch.undo()
     expect_records(ds.refresh(), RECORDS + 7)
+
+
+def test_refreshing_while_a_producer_appends_gives_no_wrong_record(data, compact):
+    """A producer appends (half lines too) while the trainer refreshes under "trust": every refresh sees
+    a prefix of the records written, each the one written."""
+    ds = open_ds(data, compact)
+    stop = threading.Event()
+
+    def produce() -> None:
+        i = RECORDS
+        with open(data, "ab", buffering=0) as f:
+            while not stop.is_set() and i < RECORDS + 20_000:
+                line = record(i)
+                f.write(line[:40])  # half a record, then the rest
+                f.write(line[40:])
+                i += 1
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        seen = RECORDS
+        for _ in range(30):
+            n = len(ds.refresh())
+            assert n >= seen
+            seen = n
+            for i in (0, n // 2, n - 2, n - 1):
+                assert ds[i]["i"] == i and ds[i]["v"] == i
+    finally:
+        stop.set()
+        writer.join()
+    expect_records(ds.refresh(), os.path.getsize(data) // RECORD)
