@@ -6,6 +6,7 @@ interrupted writer leaves behind is never trusted."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -25,7 +26,7 @@ from sjsonl import JSONLDataset, RecordDecodeError
 from sjsonl.errors import ArtifactWarning
 from sjsonl.records import chunks, fast_types
 from sjsonl.records import schema as schema_mod
-from sjsonl.records.decode import loads
+from sjsonl.records.decode import _decodes, loads
 from sjsonl.records.schema import RecordSchema, infer_schema, schema_cache_path, schema_of_records
 
 from .conftest import missing
@@ -269,6 +270,26 @@ def test_what_is_handed_back() -> None:
     ]
     for line in unsure:
         assert check_lines([b'{"a": 2, "z": [1]}', line, b'{"b": 3}']) == [1], line
+
+
+def test_utf8_in_strings_as_the_strict_decoder() -> None:
+    """Every lead byte with every second byte, 3- and 4-byte leads with edge continuations, inside a string:
+    typed in C exactly when Python's strict decoder takes the bytes (no overlong forms, surrogates, or cut
+    sequences)."""
+    edges = [0x41, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0]
+    seqs = [bytes([lead, second]) for lead in range(0x80, 0x100) for second in [0x41, *range(0x80, 0x100)]]
+    seqs += [
+        bytes([lead, second, *rest])
+        for lead in range(0xE0, 0xF8)
+        for second in edges
+        for n in (1, 2)
+        for rest in itertools.product(edges, repeat=n)
+    ]
+    lines = [b'{"a": "x' + seq + b'x"}' for seq in seqs]
+    data, bounds = _bounds(lines)
+    handed = [p for p in fast_types.scan_parts(data, bounds, 0, len(lines)) if isinstance(p, int)]
+    valid = [k for k, seq in enumerate(seqs) if _decodes(seq)]
+    assert sorted(set(range(len(seqs))) - set(handed)) == valid
 
 
 # ------------------------------------------------------------------------------------------ files

@@ -111,29 +111,28 @@ static inline int is_hex(unsigned char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* One well-formed UTF-8 sequence at p (lead byte >= 0x80), as _utf8.c checks it (Unicode table 3-7):
-   its length, or 0. */
-static inline int utf8_sequence(const unsigned char *p, const unsigned char *end) {
-    unsigned char c = p[0], lo = 0x80, hi = 0xBF;
-    int need;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else {
-        return 0;
+/* Per lead byte: the length of its UTF-8 sequence (0: not a lead byte of a well-formed one) and the range of
+   the byte after it — Unicode's table 3-7, as _utf8.c checks it: no overlong forms, no surrogates (ED A0..BF),
+   nothing past U+10FFFF. Filled by init_utf8(). */
+static unsigned char utf8_len[256], utf8_lo[256], utf8_hi[256];
+
+static void init_utf8(void) {
+    for (int c = 0xC2; c <= 0xF4; c++) {
+        utf8_len[c] = c <= 0xDF ? 2 : c <= 0xEF ? 3 : 4;
+        utf8_lo[c] = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        utf8_hi[c] = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
     }
-    if (end - p <= need) return 0;
-    if (p[1] < lo || p[1] > hi) return 0;
-    for (int k = 2; k <= need; k++)
-        if ((p[k] & 0xC0) != 0x80) return 0;
-    return need + 1;
+}
+
+/* One well-formed UTF-8 sequence at p (lead byte >= 0x80): its length, or 0. */
+static inline int utf8_sequence(const unsigned char *p, const unsigned char *end) {
+    unsigned char c = p[0];
+    int n = utf8_len[c];
+    if (!n || end - p < n) return 0;
+    if (p[1] < utf8_lo[c] || p[1] > utf8_hi[c]) return 0;
+    if (n > 2 && (p[2] & 0xC0) != 0x80) return 0;
+    if (n > 3 && (p[3] & 0xC0) != 0x80) return 0;
+    return n;
 }
 
 /* A string whose opening quote is at s->p - 1: s->p moves past its closing quote. 0 if it is not a valid
@@ -185,9 +184,11 @@ static int scan_string(Scan *s, int *escaped) {
                 continue;
             }
             if (c < 0x20) return 0; /* a raw control character */
-            int len = utf8_sequence(p, end);
-            if (!len) return 0;
-            p += len;
+            do { /* a run of non-ASCII characters (CJK text) without going back to the vector loop */
+                int len = utf8_sequence(p, end);
+                if (!len) return 0;
+                p += len;
+            } while (p < end && *p >= 0x80);
         }
     }
 }
@@ -697,5 +698,6 @@ PyMODINIT_FUNC PyInit__types(void) {
         if (!kind_names[k]) return NULL;
     }
     for (int c = 0x20; c < 0x80; c++) plain[c] = c != '"' && c != '\\';
+    init_utf8();
     return PyModule_Create(&module);
 }
