@@ -282,6 +282,10 @@ SUITES = {
         "bench_parallel",
         "Schema and bad-line passes: one process vs workers=2 (sjsonl.runtime.parallel)",
     ),
+    "types": (
+        "bench_types",
+        "Column types from every row: compiled vs Python vs pyarrow; MindSpore first batch vs MindNLP",
+    ),
 }
 
 #: Keys every results file has (``figures`` entries: value, unit, what, median_of; baseline optional).
