@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sjsonl import JSONLDataset, RecordDecodeError
-from sjsonl.errors import ArtifactWarning
+from sjsonl.errors import ArtifactWarning, StaleDataError
 from sjsonl.records import chunks, fast_types
 from sjsonl.records import schema as schema_mod
 from sjsonl.records.decode import _decodes, loads
@@ -351,6 +351,20 @@ def test_allow_nan_false_refuses_what_the_pass_hands_back(tmp_path: Path) -> Non
     assert infer_schema(JSONLDataset(path), cache=False)["a"].kind == "float64"
     with pytest.raises(RecordDecodeError, match="NaN"):
         infer_schema(JSONLDataset(path, allow_nan=False), cache=False)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_file_cut_short_under_the_pass_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers
+) -> None:
+    """Truncated in place after it was indexed: a StaleDataError naming it, never SIGBUS (the chunks are
+    copied out of the map under its guard), from the caller's thread or the pass's."""
+    path = _write(tmp_path / "d.jsonl", [json.dumps({"i": i, "t": "x" * 50}) for i in range(20_000)])
+    ds = JSONLDataset(path)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 50_000)
+    os.truncate(path, path.stat().st_size // 2)
+    with pytest.raises(StaleDataError, match="truncated"):
+        infer_schema(ds, cache=False, workers=workers)
 
 
 def test_compressed_files_are_typed_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
