@@ -4,7 +4,8 @@ A private copy of each benchmark corpus (1 GiB long records, 256 MiB short ones;
 long, 16 MiB short) gets 1% appended (its own first records again); reopening it (``JSONLDataset(path)``)
 extends the index — the indexed bytes hashed (an edit anywhere plus an append is a rebuild), the tail
 scanned, the index file extended — where a full build scans every byte; both for the plain index and for
-the compact one (rewritten whole). Each run starts from the copy cut back to its original size with a
+the compact one (rewritten atomically: its whole blocks copied, its last block encoded again with the new
+offsets). Each run starts from the copy cut back to its original size with a
 current index; the full build runs into an empty index directory. Both write and fsync the index file.
 After the timed runs the extended offsets are checked against a full build.
 

@@ -7,8 +7,9 @@ again, at memory speed, so an edit anywhere plus an append — mtime set back or
 extension) — the scan starts at the last indexed record (which may have been cut short when indexed, and is
 read again) and the index is extended with the new offsets. Work is a hash of the indexed bytes plus a scan
 of the bytes appended — or, for a producer that only appends (``appends="trust"``, :mod:`.leaves`), a few
-leaves hashed again instead of all of them. (A compact index, :mod:`.packed`, is rewritten whole,
-atomically, in its format: it is a quarter of the plain one's size or less.) A file rewritten,
+leaves hashed again instead of all of them. (A compact index, :mod:`.packed`, is rewritten atomically,
+in its format: its whole blocks copied as they are, its last block encoded again with the new offsets —
+a copy of a file a quarter of the plain index's size or less, no decode.) A file rewritten,
 truncated or replaced is rebuilt from scratch by the caller; so are compressed and remote files, and
 JSON documents (their records are not lines).
 
