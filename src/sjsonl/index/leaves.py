@@ -15,7 +15,11 @@ the check becomes O(1): the indexed bytes are *trusted* to be unchanged when
   the content hash (:mod:`sjsonl.storage.content`), kept beside the index as ``<stem>.index.leaves``.
 
 Work per reopen is then those few leaves, a scan of the bytes appended, and the index written: O(appended
-bytes) + O(1), for a plain and a compact index alike. The leaf digests are a verified artifact like any
+bytes) + O(1) for a plain index (extended in place); a compact one is also copied into its new file (its
+whole blocks as they are, about 1.1-1.6 bytes a record: no decode, no encode but of its last block). A
+writer still appending while the refresh scans makes only the leaves that scan read be hashed again. (A
+new process checks the index file itself once, as every open does: a CRC-32 over its offsets.) The leaf
+digests are a verified artifact like any
 other (:mod:`sjsonl.storage.sidecar`: checksummed, owner/mode rules, bound to the data version by the
 content hash they must add up to); written only under ``appends="trust"``, when the index is built or
 extended (an index built without it is extended the default way once, which writes them).
@@ -24,9 +28,11 @@ extended (an index built without it is extended the default way once, which writ
 last 64 KiB, not the last record's leaves, not a sampled leaf), made while the file grew or before it
 grew. The index is then extended as if the file were only appended to, and records over the edited bytes
 are read as the file holds them now — changed values, or, if the edit moved line ends, records cut in
-the wrong places (a read that does not parse raises; one that parses is returned). Nothing else is
-lost: truncation, a rewritten tail, a replaced file, a file that kept its size but changed, and an
-append that continues a last line without a line ending are all caught as by default.
+the wrong places (a read that does not parse raises; one that parses is returned). The index then
+records a content hash the bytes no longer have: a later default open finds the edit only when the file
+grew again (an open that sees no change hashes nothing, in either mode). Nothing else is lost:
+truncation, a rewritten tail, a replaced file, a file that kept its size but changed, and an append that
+continues a last line without a line ending are all caught as by default.
 
 Example:
     >>> import os, shutil, tempfile
