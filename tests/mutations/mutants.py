@@ -295,8 +295,8 @@ MUTANTS = [
         "compact-append-drops-kept-bits",
         "a compact index extended loses the last bits of its kept blocks' residuals",
         "src/sjsonl/index/packed_codec.py",
-        "        out[byte] = packed[byte] & ((1 << shift) - 1)",
-        "        out[byte] = 0",
+        "        out[0] = packed[byte] & ((1 << shift) - 1)",
+        "        out[0] = 0",
         ("tests/test_append_trust.py", "-k", "encoding"),
     ),
 ]

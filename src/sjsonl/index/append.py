@@ -242,13 +242,12 @@ def _append_packed(old: IndexFile, new: np.ndarray, meta: IndexMeta) -> bool:
     (:func:`~sjsonl.index.packed_codec.encode_appended`). False (nothing written) where the old file
     cannot be replaced: the caller writes the index elsewhere."""
     packed = old.offsets
-    kept, tail, stream = encode_appended(
+    kept, tail, kept_bytes, stream = encode_appended(
         packed.headers, packed.packed, len(packed), packed.log2_block, new, NATIVE
     )
+    headers, bits = [packed.headers[:kept], tail], [packed.packed[:kept_bytes], stream]
     try:
-        status = write_packed_blocks(
-            old.path, [packed.headers[:kept], tail], stream, meta.records, packed.log2_block, meta
-        )
+        status = write_packed_blocks(old.path, headers, bits, meta.records, packed.log2_block, meta)
     except OSError:
         return False
     remember_verified(old.path, status)

@@ -272,17 +272,19 @@ def write_packed(
 ) -> os.stat_result:
     """:func:`write_packed_index`, returning the file's status as written."""
     headers, packed = encode(np.asarray(offsets), log2_block, NATIVE)
-    return write_packed_blocks(index_path, [headers], packed, len(offsets), log2_block, meta)
+    return write_packed_blocks(index_path, [headers], [packed], len(offsets), log2_block, meta)
 
 
 def write_packed_blocks(
-    index_path: str, headers: list[Any], packed: Any, records: int, log2_block: int, meta: IndexMeta
+    index_path: str, headers: list[Any], packed: list[Any], records: int, log2_block: int, meta: IndexMeta
 ) -> os.stat_result:
-    """Write a compact index file from its encoding, atomically: the block ``headers`` in parts (one array,
-    or an extended index's kept blocks and then its new ones), the bit stream ``packed``. Returns the
-    file's status as written (before it was moved into place)."""
+    """Write a compact index file from its encoding, atomically: the block ``headers`` and the bit stream
+    ``packed``, each in parts (one array, or an extended index's kept blocks or bytes, straight from the
+    old file's map, then its new ones). Returns the file's status as written (before it was moved into
+    place)."""
     blocks = sum(len(h) for h in headers)
-    head = _HEADER.pack(PACKED_MAGIC, PACKED_VERSION, log2_block, records, blocks, len(packed))
+    stream = sum(len(p) for p in packed)
+    head = _HEADER.pack(PACKED_MAGIC, PACKED_VERSION, log2_block, records, blocks, stream)
     blob = meta.to_json()
     status: list[os.stat_result] = []
 
@@ -290,7 +292,8 @@ def write_packed_blocks(
         f.write(head.ljust(_HEADER_BYTES, b"\0"))
         for part in headers:
             f.write(np.ascontiguousarray(part, dtype="<u8"))
-        f.write(np.ascontiguousarray(packed))
+        for part in packed:
+            f.write(np.ascontiguousarray(part, dtype=np.uint8))
         f.write(blob)
         f.write(_TAIL.pack(len(blob), TRAILER_MAGIC))
         f.flush()

@@ -229,20 +229,22 @@ class NumpyView:
 
 def encode_appended(
     headers: np.ndarray, packed: np.ndarray, n: int, log2_block: int, more: np.ndarray, native: Any = None
-) -> tuple[int, np.ndarray, np.ndarray]:
+) -> tuple[int, np.ndarray, int, np.ndarray]:
     """The encoding of ``n`` encoded offsets (``headers``, ``packed``) followed by ``more`` (each larger
-    than the last): ``(kept, tail_headers, packed)`` — the first ``kept`` block headers stay as they are,
-    ``tail_headers`` follow them, and ``packed`` is the whole new bit stream — the same bytes as encoding
-    every offset at once, in work proportional to ``more`` plus a copy of the stream. Only the last block,
-    if it is not full, is encoded again.
+    than the last), as ``(kept, tail_headers, kept_bytes, tail_packed)``: the first ``kept`` block headers
+    stay as they are and ``tail_headers`` follow them; the first ``kept_bytes`` of the bit stream stay as
+    they are and ``tail_packed`` follows them — the same bytes as encoding every offset at once, in work
+    proportional to ``more``. Only the last block, if it is not full, is encoded again.
 
     Example:
         >>> offsets = np.array([0, 10, 25, 27, 100, 130, 131], dtype=np.uint64)
         >>> h, p = encode(offsets[:3], 1)
-        >>> kept, tail, packed = encode_appended(h, p, 3, 1, offsets[3:])
+        >>> kept, tail, kept_bytes, tail_packed = encode_appended(h, p, 3, 1, offsets[3:])
         >>> whole = encode(offsets, 1)
-        >>> kept, np.array_equal(np.concatenate([h[:kept], tail]), whole[0]), np.array_equal(packed, whole[1])
-        (1, True, True)
+        >>> np.array_equal(np.concatenate([h[:kept], tail]), whole[0])
+        True
+        >>> np.array_equal(np.concatenate([p[:kept_bytes], tail_packed]), whole[1])
+        True
     """
     block = 1 << log2_block
     kept = n >> log2_block  # whole blocks, kept
@@ -264,15 +266,14 @@ def encode_appended(
         raise ValueError("too many records for a compact index")
     new_headers = new_headers.copy()
     new_headers[:, 1] += np.uint64(at)
-    out = np.zeros((at + used + 7) // 8 + 8, dtype=np.uint8)
-    byte, shift = at >> 3, at & 7
-    out[:byte] = packed[:byte]
+    byte, shift = at >> 3, at & 7  # the stream's bytes before `byte` are kept
+    out = np.zeros((at + used + 7) // 8 + 8 - byte, dtype=np.uint8)
     body = new_packed[: (used + 7) // 8]
     if shift:
-        out[byte] = packed[byte] & ((1 << shift) - 1)  # the kept blocks' last bits; the rest is re-encoded
+        out[0] = packed[byte] & ((1 << shift) - 1)  # the kept blocks' last bits; the rest is re-encoded
         wide = body.astype(np.uint16) << np.uint16(shift)
-        out[byte : byte + len(body)] |= (wide & np.uint16(0xFF)).astype(np.uint8)
-        out[byte + 1 : byte + 1 + len(body)] |= (wide >> np.uint16(8)).astype(np.uint8)
+        out[: len(body)] |= (wide & np.uint16(0xFF)).astype(np.uint8)
+        out[1 : 1 + len(body)] |= (wide >> np.uint16(8)).astype(np.uint8)
     else:
-        out[byte : byte + len(body)] |= body
-    return kept, new_headers, out
+        out[: len(body)] |= body
+    return kept, new_headers, byte, out
