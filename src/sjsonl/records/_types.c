@@ -441,7 +441,7 @@ typedef struct {
     size_t nslots;
     Member *members; /* the current record's */
     Py_ssize_t nmembers, memcap;
-    int32_t at[POS_CACHE]; /* the column of the last record's key at each position */
+    int32_t at[POS_CACHE][2]; /* the columns of the last two different keys seen at each position */
 } Table;
 
 static uint64_t hash_key(const unsigned char *p, Py_ssize_t n) {
@@ -467,9 +467,11 @@ static int grow_slots(Table *t) {
 
 /* The column of this key, added (with no signature yet) if new; -1 when out of memory. */
 static int32_t column_of(Table *t, const unsigned char *key, Py_ssize_t len, Py_ssize_t position) {
-    if (position < POS_CACHE) {
-        int32_t c = t->at[position];
-        if (c >= 0 && t->cols[c].len == len && memcmp(t->cols[c].key, key, (size_t)len) == 0) return c;
+    if (position < POS_CACHE) { /* records of one shape, or of two alternating ones, find their keys here */
+        for (int w = 0; w < 2; w++) {
+            int32_t c = t->at[position][w];
+            if (c >= 0 && t->cols[c].len == len && memcmp(t->cols[c].key, key, (size_t)len) == 0) return c;
+        }
     }
     uint64_t h = hash_key(key, len);
     if ((size_t)(t->ncols + 1) * 2 > t->nslots && !grow_slots(t)) return -1;
@@ -496,7 +498,10 @@ static int32_t column_of(Table *t, const unsigned char *key, Py_ssize_t len, Py_
         t->cols[c] = col;
         t->slots[i] = c + 1;
     }
-    if (position < POS_CACHE) t->at[position] = c;
+    if (position < POS_CACHE) {
+        t->at[position][1] = t->at[position][0];
+        t->at[position][0] = c;
+    }
     return c;
 }
 
@@ -659,7 +664,7 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         s->child_at[d] = CH_UNSET;
     }
     s->touched = 0;
-    for (int i = 0; i < POS_CACHE; i++) t.at[i] = -1;
+    for (int i = 0; i < POS_CACHE; i++) t.at[i][0] = t.at[i][1] = -1;
     Result r;
     Py_BEGIN_ALLOW_THREADS
     scan_records((const unsigned char *)data.buf, b, lo, hi, s, &t, &r);
