@@ -396,6 +396,7 @@ print(json.dumps([load_dataset("json", data_files=path, split="train").column_na
 """
 
 
+@pytest.mark.slow  # (a subprocess writing and typing 120,000 records: the slow tier, with test_user_scripts)
 def test_a_plain_script_without_a_main_guard(tmp_path: Path) -> None:
     """A script with no ``if __name__ == "__main__":`` types a file of many chunks (on threads) once."""
     ran = tmp_path / "ran.txt"
