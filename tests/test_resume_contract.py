@@ -52,6 +52,7 @@ from datasets.distributed import split_dataset_by_node  # noqa: E402
 from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-untyped]  # noqa: E402
 
 from sjsonl.data.mixture import interleave_datasets  # noqa: E402
+from sjsonl.data.packing import PackStream  # noqa: E402
 from sjsonl.data.transforms.iterable import JSONLIterableDataset  # noqa: E402
 from sjsonl.mindspore import make_schema  # noqa: E402
 from sjsonl.mindspore.batches import BatchSource  # noqa: E402
@@ -214,6 +215,19 @@ def _packed_loader(ds: JSONLDataset, p: Params) -> Made:
     return Made(loader, lambda: iter(loader))
 
 
+def _pack_stream(over_stream: bool) -> Callable:
+    """Packs made window by window (4 documents a window), over the dataset or a JSONLStream of its file."""
+
+    def make(ds: JSONLDataset, p: Params) -> Made:
+        source = sjsonl.JSONLStream(ds.files[0]) if over_stream else ds
+        column = lambda r: [r["i"]] * (r["i"] % 3 + 1)  # noqa: E731
+        s = source.pack_stream(5, column=column, window=4, num_shards=p.world, shard_index=p.rank)
+        s.set_epoch(p.epoch)
+        return Made(s, lambda: (tuple(pack["input_ids"]) for pack in s))
+
+    return make
+
+
 def _pack_ids(batch: list[dict]) -> tuple:
     return tuple(tuple(pack["input_ids"]) for pack in batch)
 
@@ -231,6 +245,9 @@ MAKERS: list[Maker] = [
     Maker("torch-iterable/select", _torch_iterable(_odd_reversed), (IterableDataset,)),
     Maker("torch-iterable/filter", _torch_iterable(_filtered), (IterableDataset,)),
     Maker("torch-iterable/mixture", _torch_iterable(_mixture), (IterableDataset,), unique=False),
+    # a stream's state names its window and shard layout: loaded at another world size it is refused
+    Maker("pack-stream", _pack_stream(False), (PackStream,), world_rule="refused"),
+    Maker("pack-stream/JSONLStream", _pack_stream(True), (PackStream,), world_rule="refused"),
     Maker(
         "prefetcher",
         _prefetcher(lambda ds, p: ds.shuffle(p.seed, epoch=p.epoch)),

@@ -261,6 +261,23 @@ class JSONLStream:
         """A stream of at most the first ``n`` records."""
         return self._view("slice", 0, max(0, n))
 
+    def pack_stream(self, seq_len: int, tokenizer: Any = None, column: Any = "text", **options: Any) -> Any:
+        """Packed token sequences made window by window as the stream is read: a
+        :class:`~sjsonl.data.packing.PackStream` (see :meth:`JSONLDataset.pack_stream
+        <sjsonl.JSONLDataset.pack_stream>`). Resuming reads the stream again up to the saved window, without
+        tokenizing what it skips.
+
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write('{"ids": [1, 2]}\\n{"ids": [3]}\\n{"ids": [4, 5, 6]}\\n')
+            >>> [p["seq_lengths"] for p in JSONLStream(path).pack_stream(4, column="ids", window=2)]
+            [[2, 1], [3]]
+        """
+        from sjsonl.data.packing.stream import PackStream
+
+        return PackStream(self, seq_len, tokenizer=tokenizer, column=column, **options)
+
     def shuffle(self, seed: int | None = 0, buffer_size: int = 1000) -> JSONLStream:
         """Records in an approximately shuffled order: each comes out of a random slot of a
         ``buffer_size``-record buffer (as 🤗 ``IterableDataset.shuffle``). Same seed, same order; the

@@ -5,8 +5,10 @@ exact, elastic resume apply to packs as to records. One concept per module:
 - :mod:`~sjsonl.data.packing.tokens` — how a record becomes a document's token ids (tokenizer, column, EOS);
 - :mod:`~sjsonl.data.packing.lengths` — the documents' token lengths, cached and verified beside the index;
 - :mod:`~sjsonl.data.packing.plan` — which pieces make each pack (best-fit decreasing, first fit, wrapped);
+- :mod:`~sjsonl.data.packing.rows` — how a pack's pieces become its item (``input_ids``, ``labels``, …);
 - :mod:`~sjsonl.data.packing.packed` — :class:`PackedDataset`, the view, and :func:`unpacked` for collators
-  that flatten sequences themselves.
+  that flatten sequences themselves;
+- :mod:`~sjsonl.data.packing.stream` — :class:`PackStream`, packing window by window with no pass first.
 
 Example:
     >>> import os, tempfile
@@ -19,5 +21,6 @@ Example:
 """
 
 from sjsonl.data.packing.packed import PackedDataset, unpacked
+from sjsonl.data.packing.stream import PackStream
 
-__all__ = ["PackedDataset", "unpacked"]
+__all__ = ["PackStream", "PackedDataset", "unpacked"]

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from sjsonl.data.packing.packed import PackedDataset
+from sjsonl.data.packing.stream import PackStream
 
 
 class Packable:
-    """Gives a dataset its :meth:`pack` method."""
+    """Gives a dataset its :meth:`pack` and :meth:`pack_stream` methods."""
 
     def pack(
         self, seq_len: int, tokenizer: Any = None, column: Any = "text", **options: Any
@@ -33,3 +34,22 @@ class Packable:
             [97, 98, 99, 0, 100, 101, 0]
         """
         return PackedDataset(self, seq_len, tokenizer=tokenizer, column=column, **options)
+
+    def pack_stream(
+        self, seq_len: int, tokenizer: Any = None, column: Any = "text", **options: Any
+    ) -> PackStream:
+        """Packs made window by window as the records are read — no pass over the corpus first: a
+        :class:`~sjsonl.data.packing.PackStream` (an iterable with an exact resume state) whose items are
+        those of :meth:`pack`. ``options``: ``window`` (documents packed together, default 1,000),
+        ``num_shards``/``shard_index`` (windows shared out), and :meth:`pack`'s.
+
+        Example:
+            >>> import os, tempfile
+            >>> from sjsonl import JSONLDataset
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write('{"text": "a b c"}\\n{"text": "d e"}\\n')
+            >>> words = lambda text: [ord(w) for w in text.split()]
+            >>> [p["input_ids"] for p in JSONLDataset(path).pack_stream(4, tokenizer=words, eos_token_id=0)]
+            [[97, 98, 99, 0], [100, 101, 0]]
+        """
+        return PackStream(self, seq_len, tokenizer=tokenizer, column=column, **options)

@@ -42,11 +42,11 @@ import numpy as np
 
 from sjsonl.data.packing.lengths import token_lengths
 from sjsonl.data.packing.plan import PackPlan, plan_packs
+from sjsonl.data.packing.rows import PackRows
 from sjsonl.data.packing.tokens import FROM_TOKENIZER, DocumentTokens, Encoded
 from sjsonl.data.views import Views, positions_of, read_positions
 from sjsonl.errors import ArgumentTypeError, InvalidArgumentError, StaleDataError, out_of_range
 
-PADDINGS = (False, "max_length")
 _BLOCK = 64  # packs read at a time when iterating
 
 
@@ -85,8 +85,7 @@ class PackedDataset(Views):
         workers: int | None = None,
         progress: bool | None = None,
     ) -> None:
-        if padding not in PADDINGS:
-            raise InvalidArgumentError(f"padding must be False or 'max_length', not {padding!r}")
+        self.rows = PackRows.of(seq_len, tokenizer, mask_piece_starts, padding, pad_token_id)
         if isinstance(source, PackedDataset):
             raise InvalidArgumentError("a packed dataset is packed already: pack its source instead")
         self.source = source
@@ -99,10 +98,6 @@ class PackedDataset(Views):
         )
         lengths = token_lengths(source, self.tokens, workers=workers, progress=progress)
         self.plan: PackPlan = plan_packs(lengths, seq_len, strategy, overflow)
-        self.mask_piece_starts, self.padding = bool(mask_piece_starts), padding
-        if pad_token_id is None:
-            pad_token_id = getattr(tokenizer, "pad_token_id", None)
-        self.pad_token_id = 0 if pad_token_id is None else int(pad_token_id)
         self._len, self._order = len(self.plan), None
 
     def __repr__(self) -> str:
@@ -178,7 +173,7 @@ class PackedDataset(Views):
         pieces = [self.plan.pieces(int(p)) for p in packs.tolist()]
         docs = sorted({d for pack in pieces for d, _, _ in pack})
         encoded = dict(zip(docs, self._encode(docs)))
-        return [self._assemble(pack, encoded) for pack in pieces]
+        return [self.rows.assemble(pack, encoded) for pack in pieces]
 
     def _encode(self, docs: list[int]) -> list[Encoded]:
         """The documents at these source positions, tokenized — each checked against its planned length."""
@@ -203,36 +198,6 @@ class PackedDataset(Views):
             if files
             else (type(self.source).__name__ if locate is None else "the source")
         )
-
-    def _assemble(
-        self, pieces: list[tuple[int, int, int]], encoded: dict[int, Encoded]
-    ) -> dict[str, list[int]]:
-        input_ids: list[int] = []
-        labels: list[int] = []
-        position_ids: list[int] = []
-        seq_lengths: list[int] = []
-        for d, start, stop in pieces:
-            ids, doc_labels = encoded[d]
-            input_ids += ids[start:stop]
-            piece_labels = (ids if doc_labels is None else doc_labels)[start:stop]
-            if self.mask_piece_starts:
-                piece_labels[0] = -100
-            labels += piece_labels
-            position_ids += range(stop - start)
-            seq_lengths.append(stop - start)
-        item = {
-            "input_ids": input_ids,
-            "labels": labels,
-            "position_ids": position_ids,
-            "seq_lengths": seq_lengths,
-        }
-        if self.padding == "max_length":
-            pad = self.plan.seq_len - len(input_ids)
-            item["attention_mask"] = [1] * len(input_ids) + [0] * pad
-            input_ids += [self.pad_token_id] * pad
-            labels += [-100] * pad
-            position_ids += [0] * pad
-        return item
 
 
 def unpacked(collator: Callable[[list[dict[str, Any]]], Any]) -> Callable[[list[dict[str, Any]]], Any]:
