@@ -10,8 +10,11 @@ import importlib.util
 import json
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+
+import psutil
 
 from sjsonl.storage.compressed import to_seekable_zstd
 
@@ -67,4 +70,21 @@ def ray_temp_dir() -> Iterator[str]:
     try:
         yield path
     finally:
+        _wait_for_ray_processes(path)  # Ray's daemons outlive the driver a little, writing as they go
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _wait_for_ray_processes(path: str, limit: float = 60.0) -> None:
+    """Until no process started with ``path`` on its command line is left (up to ``limit`` seconds)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        alive = []
+        for p in psutil.process_iter(["cmdline"]):
+            try:
+                if any(path in arg for arg in p.info["cmdline"] or ()):
+                    alive.append(p)
+            except psutil.Error:
+                pass
+        if not alive:
+            return
+        time.sleep(0.2)

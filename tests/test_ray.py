@@ -35,6 +35,7 @@ from sjsonl import JSONLDataset
 from sjsonl.ray import JSONLDatasource, read_jsonl, write_jsonl
 
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+ray.data.DataContext.get_current().execution_options.preserve_order = True  # rows compared in file order
 cfg = json.loads(sys.argv[1])
 so = cfg["storage_options"]
 out = {"reads": {}, "nodes": len(ray.nodes())}
@@ -164,6 +165,7 @@ cfg = json.loads(sys.argv[1])
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
 cluster.add_node(num_cpus=1)
 ray.init(address=cluster.address, log_to_driver=False)
+ray.data.DataContext.get_current().execution_options.preserve_order = True
 ds = read_jsonl(cfg["paths"], override_num_blocks=6, ray_remote_args={"scheduling_strategy": "SPREAD"})
 def where(batch):
     batch["node"] = [ray.get_runtime_context().get_node_id()] * len(batch["i"])

@@ -8,11 +8,14 @@ from __future__ import annotations
 import builtins
 import json
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from ._cluster_data import need_ray
 from ._reference_order import reference_order
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,7 +23,8 @@ README = REPO / "README.md"
 #: The README's quickstart, then the guides' Python blocks in the order the site shows them (mkdocs.yml's
 #: nav): one session, as a reader following them would run it.
 GUIDES = ["records", "training-order", "mixtures", "mindspore-hf", "migration", "trainers", "packing",
-          "compressed-remote", "object-storage", "large-corpora", "cli", "reliability"]  # fmt: skip
+          "compressed-remote", "object-storage", "large-corpora", "clusters", "cli",
+          "reliability"]  # fmt: skip
 DOCS = [README, *(REPO / "docs" / "guides" / f"{name}.md" for name in GUIDES)]
 
 #: What each ``print`` of the README prints, in order: the value the README shows, or None for a print
@@ -45,6 +49,8 @@ SHOWN = [
     "True",
     "2",
     "2",
+    "True",  # packing guide: pack_stream
+    "0 1",
     "10929 50000",
 ]
 
@@ -65,8 +71,21 @@ def print_calls(blocks: list[str]) -> list[tuple[int, int, str]]:
     return out
 
 
+@pytest.fixture
+def ray_tmpdir(monkeypatch):
+    """The clusters guide starts Ray: its session files go to a short temp directory (Ray's socket paths
+    must stay under 108 bytes), removed after."""
+    need_ray()
+    path = tempfile.mkdtemp(prefix="ray-")
+    monkeypatch.setenv("RAY_TMPDIR", path)
+    yield path
+    if "ray" in sys.modules:  # a block that failed left Ray running: stop it before its files go
+        sys.modules["ray"].shutdown()
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.slow  # trains two tiny models and loads MindSpore: about a minute
-def test_readme_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatch):
+def test_readme_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatch, ray_tmpdir):
     import torch  # the README's blocks use it: formats the printed tensor here
 
     blocks = [b for doc in DOCS for b in re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)]

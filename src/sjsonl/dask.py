@@ -191,7 +191,9 @@ def read_jsonl_bag(
     **options: Any,
 ) -> db.Bag:
     """JSON Lines files as a Dask Bag of their records (exactly as sjsonl reads them), one partition per
-    balanced record range; arguments as for :func:`read_jsonl`.
+    balanced record range; arguments as for :func:`read_jsonl`. (Dask computes a Bag in worker processes
+    by default, which re-run a script without a main guard: pass ``scheduler="threads"`` there, or use a
+    ``dask.distributed`` client.)
 
     Example:
         >>> import os, tempfile
