@@ -46,6 +46,9 @@ SEQ_LEN = 2048
 RUNS = 3
 
 
+STREAM_WINDOW = 1000  # pack_stream's default window: TRL's map batch
+
+
 def document(record: dict) -> str:
     """A record's text: its ``text``, or its chat turns' contents one per line."""
     if record.get("text") is not None:
@@ -112,6 +115,30 @@ def _ours(path: str, tok: Any, work: str) -> tuple[float, float, int, Any]:
         reopens.append(_timed(pack)[0])
     written = _bytes_under(os.path.join(work, "ours-0"))
     return statistics.median(firsts), statistics.median(reopens), written, packed
+
+
+def _streamed(path: str, tok: Any, work: str) -> dict[str, float]:
+    """First pack of ``pack_stream`` (1,000-document windows) on a fresh corpus: over the dataset (its index
+    built first) and over a JSONLStream (no index); and the padding efficiency of the whole stream."""
+    from sjsonl import JSONLStream
+
+    def first(source: Any) -> Any:
+        return next(iter(source.pack_stream(SEQ_LEN, tokenizer=tok, column=document, window=STREAM_WINDOW)))
+
+    indexed = []
+    for r in range(RUNS):
+        index_dir = os.path.join(work, f"stream-{r}")
+        os.makedirs(index_dir)
+        indexed.append(_timed(lambda d=index_dir: first(JSONLDataset(path, index_dir=d)))[0])
+    plain = statistics.median(_timed(lambda: first(JSONLStream(path)))[0] for _ in range(RUNS))
+    packs = JSONLStream(path).pack_stream(SEQ_LEN, tokenizer=tok, column=document, window=STREAM_WINDOW)
+    lengths = [len(p["input_ids"]) for p in packs]
+    return {
+        "indexed": statistics.median(indexed),
+        "stream": plain,
+        "efficiency": sum(lengths) / (len(lengths) * SEQ_LEN),
+        "packs": len(lengths),
+    }
 
 
 def _theirs(path: str, tok: Any, work: str) -> tuple[float, float, int, Any]:
@@ -220,6 +247,7 @@ def run(quick: bool) -> list[dict]:
         first, reopen, ours_bytes, packed = _ours(path, tok, work)
         fresh = _fresh_process_first_pack(path, tok, work)
         t_first, t_reopen, theirs_bytes, trl = _theirs(path, tok, work)
+        streamed = _streamed(path, tok, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     figure("pack_first_cached", fresh * 1e3, "ms",
@@ -234,6 +262,17 @@ def run(quick: bool) -> list[dict]:
            median_of=RUNS, baseline="🤗 + TRL from its cache", baseline_value=t_reopen)  # fmt: skip
     figure("pack_disk", ours_bytes / 1e6, "MB", what=f"bytes written to pack a corpus ({size})",
            median_of=1, baseline="🤗 Arrow cache + TRL", baseline_value=theirs_bytes / 1e6)  # fmt: skip
+    what = (
+        f"JSONL → first {SEQ_LEN}-token pack with pack_stream (windows of {STREAM_WINDOW:,}), fresh ({size})"
+    )
+    figure("pack_stream_first", streamed["indexed"], "s", what=what,
+           median_of=RUNS, baseline=route, baseline_value=t_first)  # fmt: skip
+    rows += [
+        _row("first pack, fresh", f"sjsonl pack_stream: index + one window of {STREAM_WINDOW:,}",
+             streamed["indexed"], t_first, "writes the index only"),
+        _row("first pack, fresh", "sjsonl JSONLStream.pack_stream: no index", streamed["stream"], t_first,
+             "writes nothing"),
+    ]  # fmt: skip
     rows += [
         _row("first pack, fresh", "sjsonl: index + lengths + plan + pack 0", first, t_first,
              f"writes {ours_bytes / 1e6:.1f} MB"),
@@ -263,6 +302,13 @@ def run(quick: bool) -> list[dict]:
         figure(f"efficiency_{strategy}", eff * 100, "%", what=what,
                median_of=1, baseline="TRL pack_dataset(bfd)", baseline_value=trl_eff * 100)  # fmt: skip
         rows.append({"benchmark": "efficiency", "variant": f"sjsonl {strategy}", "median": f"{eff:.4f}"})
+    figure("efficiency_stream", streamed["efficiency"] * 100, "%",
+           what=f"padding efficiency, pack_stream (bfd in windows of {STREAM_WINDOW:,}), seq_len {SEQ_LEN}",
+           median_of=1, baseline="TRL pack_dataset(bfd)", baseline_value=trl_eff * 100)  # fmt: skip
+    variant = f"sjsonl pack_stream, windows of {STREAM_WINDOW:,}"
+    note = f"{streamed['packs']:,} packs"
+    rows.append({"benchmark": "efficiency", "variant": variant, "median": f"{streamed['efficiency']:.4f}"}
+                | {"note": note})  # fmt: skip
     rows.append(
         {
             "benchmark": "efficiency",
