@@ -5,7 +5,12 @@ range."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +66,32 @@ def test_local_cluster_rows_are_exact_over_every_kind_of_file(tmp_path, client, 
     built = sorted(p.name for p in root.glob("*.index.npy"))
     assert built == ["a.index.npy", "b.jsonl.gz.index.npy", "c.index.npy", "d.jsonl.zst.index.npy"]
     s3_proxy.reset()
+
+
+#: A plain script (no main guard) reading a .gz through sjsonl.dask with Dask's default DataFrame scheduler
+#: (threads) and a Bag on threads: nothing in it starts a process that would re-run the script.
+SCRIPT = """
+import gzip, json, sys
+from sjsonl.dask import read_jsonl, read_jsonl_bag
+path = sys.argv[1]
+with gzip.open(path, "wt") as f:
+    f.writelines(json.dumps({"i": i, "big": 2**70 + i}) + "\\n" for i in range(1000))
+df = read_jsonl(path, npartitions=3)
+print(json.dumps({
+    "rows": df.compute()["i"].tolist(), "big": str(df["big"].compute().iloc[-1]),
+    "bag": read_jsonl_bag(path, npartitions=3).count().compute(scheduler="threads"),
+}))
+"""
+
+
+def test_a_script_without_a_main_guard(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "d.jsonl.gz")], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"rows": list(range(1000)), "big": str(2**70 + 999), "bag": 1000}

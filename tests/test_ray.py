@@ -72,8 +72,10 @@ print(json.dumps(out))
 
 def run_script(script: str, cfg: dict, cwd: Path, temp: str) -> dict:
     env = {**os.environ, "RAY_TMPDIR": temp, "PYTHONPATH": str(REPO / "src"), "RAY_USAGE_STATS_ENABLED": "0"}
+    path = cwd / f"script-{uuid.uuid4().hex[:8]}.py"  # run as a user runs a file: python script.py
+    path.write_text(script)
     proc = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(cfg)], cwd=cwd, env=env, capture_output=True, text=True,
+        [sys.executable, str(path), json.dumps(cfg)], cwd=cwd, env=env, capture_output=True, text=True,
         timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-6000:]
