@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 import dask
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -121,3 +122,21 @@ def test_dask_columns_and_a_column_missed_by_the_sample(tmp_path):
     assert late.isna().sum() == 2000 and late.iloc[-1] == "x"
     with pytest.raises(Exception, match="late"):  # never dropped in silence
         read_jsonl(tmp_path / "d.jsonl", npartitions=2).compute(scheduler="sync")
+
+
+class Row(msgspec.Struct):
+    i: int
+    text: str
+
+
+def test_the_dataset_options_reach_the_rows(corpus_files, tmp_path):
+    """``schema=`` (typed records become their fields), ``fields=`` and ``on_bad_lines`` as the dataset has
+    them, through the Dask adapter (the Ray adapter's: tests/test_ray.py)."""
+    files = expand_paths(corpus_files)
+    typed = read_jsonl(corpus_files, npartitions=3, schema=Row).compute(scheduler="sync")
+    assert typed.to_dict("records") == [{"i": r["i"], "text": r["text"]} for r in JSONLDataset(files)]
+    picked = read_jsonl_bag(corpus_files, npartitions=2, fields=["big"]).compute(scheduler="sync")
+    assert picked == [{"big": r["big"]} for r in JSONLDataset(files)]
+    (tmp_path / "bad.jsonl").write_text('{"i": 1}\n{oops\n{"i": 2}\n')
+    skipped = read_jsonl(tmp_path / "bad.jsonl", npartitions=2, on_bad_lines="skip")
+    assert skipped["i"].compute(scheduler="sync").tolist() == [1, 2] and skipped.divisions == (0, 1, 1)
