@@ -22,13 +22,15 @@ Missing indexes are built first, all files at once, on ``executor`` — by defau
 
 Example:
     >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+    >>> path = os.path.join(tmp.name, "d.jsonl")
     >>> _ = open(path, "w").write("".join(f'{{"id": {i}, "text": "t{i}"}}\\n' for i in range(10)))
     >>> df = read_jsonl(path, npartitions=3)
     >>> df.npartitions, df.divisions, partition_rows(df)
     (3, (0, 4, 7, 9), [4, 3, 3])
     >>> df.loc[5].compute()["text"].tolist()
     ['t5']
+    >>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -158,11 +160,13 @@ def read_jsonl(
 
     Example:
         >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> path = os.path.join(tmp.name, "d.jsonl")
         >>> _ = open(path, "w").write('{"n": 1}\\n{"n": 18446744073709551616}\\n{"m": "x"}\\n')
         >>> df = read_jsonl(path, npartitions=3)
         >>> df["n"].compute().tolist()
         [1, 18446744073709551616, None]
+        >>> tmp.cleanup()
     """
     corpus = _open(paths, executor, {"columns": columns, **options})
     parts = _parts(corpus, npartitions, blocksize)
@@ -197,11 +201,13 @@ def read_jsonl_bag(
 
     Example:
         >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> path = os.path.join(tmp.name, "d.jsonl")
         >>> _ = open(path, "w").write('{"n": 1}\\n[2]\\n"three"\\n')
         >>> bag = read_jsonl_bag(path, npartitions=2)
         >>> bag.npartitions, bag.compute()
         (2, [{'n': 1}, [2], 'three'])
+        >>> tmp.cleanup()
     """
     corpus = _open(paths, executor, {"columns": columns, **options})
     parts = _parts(corpus, npartitions, blocksize)
@@ -214,10 +220,12 @@ def partition_rows(df: dd.DataFrame) -> list[int]:
 
     Example:
         >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> path = os.path.join(tmp.name, "d.jsonl")
         >>> _ = open(path, "w").write("{}\\n" * 5)
         >>> partition_rows(read_jsonl(path, npartitions=2))
         [3, 2]
+        >>> tmp.cleanup()
     """
     if not df.known_divisions:
         raise InvalidArgumentError("the DataFrame's divisions are not known: it is not read_jsonl's")

@@ -25,7 +25,8 @@ they share), as for :func:`sjsonl.build_indexes`.
 
 Example:
     >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+    >>> path = os.path.join(tmp.name, "d.jsonl")
     >>> _ = open(path, "w").write("".join(f'{{"id": {i}}}\\n' for i in range(10)))
     >>> source = JSONLDatasource(path)
     >>> tasks = source.get_read_tasks(3)
@@ -33,6 +34,7 @@ Example:
     ([4, 3, 3], [40, 30, 30])
     >>> [block.to_pylist() for block in tasks[1]()]
     [[{'id': 4}, {'id': 5}, {'id': 6}]]
+    >>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -129,11 +131,13 @@ class JSONLDatasource(Datasource):
 
     Example:
         >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> path = os.path.join(tmp.name, "d.jsonl")
         >>> _ = open(path, "w").write('{"a": 1, "b": "x"}\\n{"a": 2}\\n')
         >>> source = JSONLDatasource(path, columns=["a"])
         >>> source.num_rows, source.estimate_inmemory_data_size()
         (2, 28)
+        >>> tmp.cleanup()
     """
 
     def __init__(
@@ -220,11 +224,13 @@ def read_jsonl(
 
     Example:
         >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> path = os.path.join(tmp.name, "d.jsonl")
         >>> _ = open(path, "w").write('{"id": 1, "big": 18446744073709551616}\\n{"id": 2, "big": 1}\\n')
         >>> ds = read_jsonl(path, override_num_blocks=2)
         >>> ds.count(), sorted(ds.take_all(), key=lambda r: r["id"])  # (Ray keeps no order unless asked)
         (2, [{'id': 1, 'big': 18446744073709551616}, {'id': 2, 'big': 1}])
+        >>> tmp.cleanup()
     """
     require("ray", "ray")
     options: dict[str, Any] = dict(
@@ -285,7 +291,8 @@ class JSONLDatasink(Datasink):
     Example:
         >>> import os, tempfile
         >>> from types import SimpleNamespace
-        >>> sink = JSONLDatasink(tempfile.mkdtemp())
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> sink = JSONLDatasink(tmp.name)
         >>> sink.on_write_start()
         >>> block = pa.table({"id": [1, 2], "x": [0.5, None]})
         >>> written = sink.write([block], SimpleNamespace(task_idx=0))
@@ -293,6 +300,7 @@ class JSONLDatasink(Datasink):
         (2, '{"id":1,"x":0.5}\\n{"id":2,"x":null}\\n')
         >>> os.path.basename(written["index_path"]).endswith(".index.npy")
         True
+        >>> tmp.cleanup()
     """
 
     def __init__(
@@ -355,10 +363,12 @@ def write_jsonl(
     Example:
         >>> import os, tempfile
         >>> from sjsonl import JSONLDataset
-        >>> out = tempfile.mkdtemp()
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> out = tmp.name
         >>> shards = write_jsonl(ray.data.from_items([{"id": i} for i in range(5)]), out)
         >>> sorted(r["id"] for r in JSONLDataset(shards, build_index_on_load=False))
         [0, 1, 2, 3, 4]
+        >>> tmp.cleanup()
     """
     require("ray", "ray")
     sink = JSONLDatasink(path, index_dir=index_dir, compact=compact)

@@ -15,7 +15,8 @@ is null there, and a row that is not a JSON object is ``{"value": row}``.
 
 Example:
     >>> import os, tempfile
-    >>> d = tempfile.mkdtemp()
+    >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+    >>> d = tmp.name
     >>> for i in range(3):
     ...     _ = open(os.path.join(d, f"part{i}.jsonl"), "w").write(f'{{"n": {i}}}\\n' * 3)
     >>> corpus = open_corpus(d)                     # a directory: its JSON Lines files, sorted
@@ -23,6 +24,7 @@ Example:
     [(0, 3), (3, 2), (5, 2), (7, 2)]
     >>> corpus.parts(4)[1].read()
     [{'n': 1}, {'n': 1}]
+    >>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -89,13 +91,15 @@ def expand_paths(
 
     Example:
         >>> import os, tempfile
-        >>> d = tempfile.mkdtemp()
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> d = tmp.name
         >>> for name in ("b.jsonl.gz", "a.jsonl", "notes.txt", ".hidden.jsonl"):
         ...     _ = open(os.path.join(d, name), "w").write("")
         >>> [os.path.basename(p) for p in expand_paths(d)]
         ['a.jsonl', 'b.jsonl.gz']
         >>> [os.path.basename(p) for p in expand_paths(os.path.join(d, "*.jsonl"))]
         ['a.jsonl']
+        >>> tmp.cleanup()
     """
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     out: list[str] = []
@@ -243,10 +247,12 @@ def open_corpus(
 
     Example:
         >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> path = os.path.join(tmp.name, "d.jsonl")
         >>> _ = open(path, "w").write('{"a": 1, "b": 2}\\n')
         >>> open_corpus(path, columns=["b"]).parts(1)[0].read()
         [{'b': 2}]
+        >>> tmp.cleanup()
     """
     if "build_index_on_load" in options or "index_path" in options:
         raise InvalidArgumentError("a corpus builds its missing indexes itself, in index_dir")
