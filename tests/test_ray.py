@@ -56,6 +56,17 @@ base = cfg["reads"]["dir"]
 out["columns"] = read_jsonl(base, columns=["i"], override_num_blocks=2).take(2)
 out["fields"] = read_jsonl(base, fields=["big"], override_num_blocks=2).take(1)
 out["bad"] = read_jsonl(cfg["bad"], on_bad_lines="skip", override_num_blocks=2).take_all()
+# one Arrow schema for every block: the types it names; a value that does not fit raises
+import pyarrow as pa
+fixed = pa.schema([("i", pa.int32()), ("text", pa.string())])
+typed = read_jsonl(base, columns=["i", "text"], arrow_schema=fixed, override_num_blocks=2)
+out["typed"] = [str(typed.schema().types[0]), typed.count(), typed.take(1)]
+task = JSONLDatasource(base, arrow_schema=pa.schema([("big", pa.int64())])).get_read_tasks(1)[0]
+try:
+    list(task())
+    out["overflow"] = None
+except (OverflowError, pa.ArrowInvalid) as exc:
+    out["overflow"] = type(exc).__name__
 # the way back: shards written with their indexes, read back exactly (big ints and NaN included)
 items = [{"i": i, "big": 2**70 + i, "x": float("nan") if i == 3 else i / 2} for i in range(20)]
 src = ray.data.from_items(items)
@@ -147,6 +158,8 @@ def test_read_write_and_doctests_on_a_local_ray(tmp_path, remote_file):
     assert out["columns"] == [{"i": 0}, {"i": 1}]
     assert out["fields"] == [{"big": 2**64}]
     assert out["bad"] == [{"i": 1}, {"i": 2}]
+    assert out["typed"] == ["int32", 250, [{"i": 0, "text": ""}]]
+    assert out["overflow"] is not None  # 2**64 in an int64 column: an error, never a wrapped number
     assert out["written"]["shards"] == 3
     assert out["written"]["rows"] == sorted(
         [i, str(2**70 + i), "nan" if i == 3 else repr(i / 2)] for i in range(20)
