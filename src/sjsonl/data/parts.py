@@ -157,7 +157,20 @@ def as_columns(rows: Sequence[Any]) -> dict[str, list[Any]]:
 class Part:
     """Records ``[start, start + rows)`` of a corpus: what one read task or partition reads. Picklable; it
     holds only the files it touches (each a :class:`~sjsonl.JSONLDataset`, pickled by path and pinned to
-    the version its index describes)."""
+    the version its index describes).
+
+    Example:
+        >>> import os, pickle, tempfile
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> for name, n in (("a.jsonl", 4), ("b.jsonl", 2)):
+        ...     _ = open(os.path.join(tmp.name, name), "w").write(f'"{name}"\\n' * n)
+        >>> part = open_corpus(tmp.name).parts(2)[1]       # the last record of a.jsonl, then b.jsonl's
+        >>> part.start, part.rows, part.nbytes, [os.path.basename(p) for p in part.paths]
+        (3, 3, 30, ['a.jsonl', 'b.jsonl'])
+        >>> pickle.loads(pickle.dumps(part)).read()
+        ['a.jsonl', 'b.jsonl', 'b.jsonl']
+        >>> tmp.cleanup()
+    """
 
     files: tuple[JSONLDataset, ...]
     pieces: tuple[tuple[int, int, int], ...]  #: ``(file, start, stop)``: records of ``files[file]``
@@ -179,7 +192,21 @@ class Part:
 
 
 class Corpus:
-    """The files of a corpus, each an opened :class:`~sjsonl.JSONLDataset` (same options), in order."""
+    """The files of a corpus, each an opened :class:`~sjsonl.JSONLDataset` (same options), in order
+    (:func:`open_corpus` makes one).
+
+    Example:
+        >>> import os, tempfile
+        >>> from sjsonl import JSONLDataset
+        >>> tmp = tempfile.TemporaryDirectory()  # (removed at the end)
+        >>> paths = [os.path.join(tmp.name, f"{n}.jsonl") for n in (5, 2)]
+        >>> for p, n in zip(paths, (5, 2)):
+        ...     _ = open(p, "w").write("{}\\n" * n)
+        >>> corpus = Corpus([JSONLDataset(p) for p in paths])
+        >>> len(corpus), corpus.counts, [p.rows for p in corpus.parts(3)]
+        (7, [5, 2], [3, 2, 2])
+        >>> tmp.cleanup()
+    """
 
     def __init__(self, files: Sequence[JSONLDataset]) -> None:
         self.files = list(files)

@@ -29,7 +29,13 @@ __all__ = ["RecordRange", "record_ranges"]
 
 @dataclass(frozen=True)
 class RecordRange:
-    """Records ``[start, stop)`` of the corpus (global numbers), as ``(file, start, stop)`` pieces."""
+    """Records ``[start, stop)`` of the corpus (global numbers), as ``(file, start, stop)`` pieces.
+
+    Example:
+        >>> r = RecordRange(3, 6, ((0, 3, 5), (2, 0, 1)))   # two records of file 0, one of file 2
+        >>> len(r), sum(hi - lo for _, lo, hi in r.pieces)
+        (3, 3)
+    """
 
     start: int
     stop: int
