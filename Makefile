@@ -53,6 +53,7 @@ test-slow: $(VENV)/.all $(VENV)/.ray
 # Every suite: benchmarks/results/<suite>.json, then benchmarks/results/RESULTS.md and the README's figures
 # block generated from them (`benchmarks/run.py --only core,scan` re-runs some suites; `--quick` smoke-tests).
 bench: $(VENV)/.all $(VENV)/.ray  # (the clusters suite runs Ray)
+	$(PIP) -e '.[bench]'  # torchtune, the packing suite's baseline
 	$(PY) benchmarks/run.py
 
 # The documentation site (mkdocs-material + mkdocstrings): guides in docs/, the API reference from the

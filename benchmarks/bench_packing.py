@@ -208,6 +208,70 @@ def _fresh_process_first_pack(path: str, tok: Any, work: str) -> float:
     return statistics.median(times)
 
 
+_ROUTE = """
+import sys, time
+import orjson, torch
+from transformers import PreTrainedTokenizerFast
+sys.path.insert(0, {here!r})
+from bench_packing import document
+tok = PreTrainedTokenizerFast.from_pretrained({tok_dir!r})
+path, seq, eos = {path!r}, {seq}, tok.eos_token_id
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key))
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # the peak (VmHWM) restarts from here: the imports' transient peak is not the route's
+before = status("VmRSS:")
+t0 = time.perf_counter()
+{route}
+print(time.perf_counter() - t0, status("VmHWM:") - before)
+"""
+
+#: The first pack by each route, in a fresh interpreter (torch and the tokenizer imported before the clock):
+#: its seconds and how far the route raised the process's peak RSS.
+ROUTES = {
+    "sjsonl pack": """
+from sjsonl import JSONLDataset
+JSONLDataset(path, index_dir={index_dir!r}).pack(seq, tokenizer=tok, column=document)[0]
+""",
+    "torchtune PackedDataset": """
+from torchtune.datasets import PackedDataset
+
+class Documents(torch.utils.data.Dataset):  # tokenized when read, as torchtune's text datasets are
+    def __init__(self):
+        with open(path, "rb") as f:
+            self.records = [orjson.loads(line) for line in f]
+    def __len__(self):
+        return len(self.records)
+    def __getitem__(self, i):
+        ids = tok(document(self.records[i]))["input_ids"] + [eos]
+        return {{"tokens": ids, "labels": ids}}
+
+PackedDataset(Documents(), max_seq_len=seq, padding_idx=tok.pad_token_id, split_across_pack=True)[0]
+""",
+}
+
+
+def _routes_in_a_process(path: str, tok: Any, work: str) -> dict[str, tuple[float, float]]:
+    """``{route: (seconds to the first pack, peak RSS growth MiB)}``, medians of fresh processes on a fresh
+    corpus (sjsonl's index and lengths written to a new directory each run)."""
+    tok_dir = os.path.join(work, "tokenizer")
+    tok.save_pretrained(tok_dir)
+    out = {}
+    for name, route in ROUTES.items():
+        runs = []
+        for r in range(RUNS):
+            index_dir = os.path.join(work, f"route-{r}")
+            code = _ROUTE.format(here=os.path.dirname(os.path.abspath(__file__)), tok_dir=tok_dir, path=path,
+                                 seq=SEQ_LEN, route=route.format(index_dir=index_dir))  # fmt: skip
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            seconds, rss = done.stdout.split()[-2:]
+            runs.append((float(seconds), int(rss) / 1024))
+            shutil.rmtree(index_dir, ignore_errors=True)
+        out[name] = (statistics.median(t for t, _ in runs), statistics.median(m for _, m in runs))
+    return out
+
+
 def _plan_rows(quick: bool) -> list[dict]:
     rows = []
     rng = np.random.default_rng(0)
@@ -248,6 +312,7 @@ def run(quick: bool) -> list[dict]:
         fresh = _fresh_process_first_pack(path, tok, work)
         t_first, t_reopen, theirs_bytes, trl = _theirs(path, tok, work)
         streamed = _streamed(path, tok, work)
+        routes = _routes_in_a_process(path, tok, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     figure("pack_first_cached", fresh * 1e3, "ms",
@@ -262,6 +327,17 @@ def run(quick: bool) -> list[dict]:
            median_of=RUNS, baseline="🤗 + TRL from its cache", baseline_value=t_reopen)  # fmt: skip
     figure("pack_disk", ours_bytes / 1e6, "MB", what=f"bytes written to pack a corpus ({size})",
            median_of=1, baseline="🤗 Arrow cache + TRL", baseline_value=theirs_bytes / 1e6)  # fmt: skip
+    (ours_t, ours_rss), (tune_t, tune_rss) = routes["sjsonl pack"], routes["torchtune PackedDataset"]
+    peaks = f"peak RSS +{ours_rss:,.0f} MiB vs +{tune_rss:,.0f}"
+    what = f"first pack in a fresh process, fresh corpus ({size}); {peaks}"
+    figure("pack_first_vs_torchtune", ours_t, "s", what=what,
+           median_of=RUNS, baseline="torchtune PackedDataset (packs everything in RAM first)",
+           baseline_value=tune_t)  # fmt: skip
+    rows += [
+        _row("first pack, fresh process", "sjsonl pack", ours_t, tune_t, f"peak RSS +{ours_rss:,.0f} MiB"),
+        _row("first pack, fresh process", "torchtune PackedDataset(split_across_pack=True)", tune_t, None,
+             f"peak RSS +{tune_rss:,.0f} MiB; torch imported in both before the clock"),
+    ]  # fmt: skip
     what = (
         f"JSONL → first {SEQ_LEN}-token pack with pack_stream (windows of {STREAM_WINDOW:,}), fresh ({size})"
     )
