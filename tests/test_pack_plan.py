@@ -46,8 +46,10 @@ def test_the_planner_grows_past_its_first_tree_and_refuses_bad_sizes() -> None:
 @settings(max_examples=60, deadline=None)
 def test_the_compiled_grouping_is_a_stable_sort_by_pack(bins: list[int], extra: int) -> None:
     count = (max(bins) + 1 if bins else 0) + extra  # (packs with no piece too)
-    raw = _native().group(np.array(bins, np.int32), count)
+    raw, raw_bounds = _native().group(np.array(bins, np.int32), count)
     assert np.frombuffer(raw, np.int32).tolist() == np.argsort(bins, kind="stable").tolist()
+    starts = np.concatenate([[0], np.cumsum(np.bincount(np.array(bins, np.int64), minlength=count))])
+    assert np.frombuffer(raw_bounds, np.int32).tolist() == starts.tolist()  # where each pack starts
     with pytest.raises(ValueError, match="outside"):
         _native().group(np.array([0, count], np.int32), count)
 

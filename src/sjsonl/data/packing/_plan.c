@@ -22,17 +22,17 @@
 
 /* The order pieces are placed in: by size, largest first, ties in source order (a counting sort). */
 static int32_t *decreasing_order(const int32_t *sizes, Py_ssize_t n, int32_t capacity) {
-    Py_ssize_t *start = calloc((size_t)capacity + 2, sizeof(Py_ssize_t));
-    int32_t *order = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    Py_ssize_t *start = PyMem_RawCalloc((size_t)capacity + 2, sizeof(Py_ssize_t));
+    int32_t *order = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(int32_t));
     if (!start || !order) {
-        free(start);
-        free(order);
+        PyMem_RawFree(start);
+        PyMem_RawFree(order);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) start[capacity - sizes[i] + 1]++; /* slot 0 holds the largest */
     for (int32_t k = 1; k <= capacity + 1; k++) start[k] += start[k - 1];
     for (Py_ssize_t i = 0; i < n; i++) order[start[capacity - sizes[i]]++] = (int32_t)i;
-    free(start);
+    PyMem_RawFree(start);
     return order;
 }
 
@@ -41,15 +41,17 @@ static int best_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, in
     Py_ssize_t leaves = 1;
     while (leaves < (Py_ssize_t)capacity + 1) leaves <<= 1;
     /* tree[k]: how many open packs have a room in node k's range; rooms are leaves 0..capacity */
-    Py_ssize_t *tree = calloc((size_t)(2 * leaves), sizeof(Py_ssize_t));
-    int32_t *head = malloc(((size_t)capacity + 1) * sizeof(int32_t)); /* top pack of each room's stack */
-    int32_t *below = malloc((size_t)(n ? n : 1) * sizeof(int32_t));    /* the pack under it, per pack */
-    int32_t *room = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    Py_ssize_t *tree = PyMem_RawCalloc((size_t)(2 * leaves), sizeof(Py_ssize_t));
+    int32_t *head = PyMem_RawMalloc(((size_t)capacity + 1) * sizeof(int32_t)); /* top pack of each room's stack */
+    /* per pack (grown by doubling: packs are far fewer than pieces): the pack under it, and its room */
+    Py_ssize_t room_for = 1024;
+    int32_t *below = PyMem_RawMalloc((size_t)room_for * sizeof(int32_t));
+    int32_t *room = PyMem_RawMalloc((size_t)room_for * sizeof(int32_t));
     if (!tree || !head || !below || !room) {
-        free(tree);
-        free(head);
-        free(below);
-        free(room);
+        PyMem_RawFree(tree);
+        PyMem_RawFree(head);
+        PyMem_RawFree(below);
+        PyMem_RawFree(room);
         return -1;
     }
     for (int32_t r = 0; r <= capacity; r++) head[r] = -1;
@@ -75,6 +77,20 @@ static int best_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, in
             head[r] = below[pack];
             for (Py_ssize_t x = node; x; x >>= 1) tree[x]--;
         } else {
+            if (packs == room_for) {
+                int32_t *more_below = PyMem_RawRealloc(below, (size_t)(2 * room_for) * sizeof(int32_t));
+                if (more_below) below = more_below;
+                int32_t *more_room = more_below ? PyMem_RawRealloc(room, (size_t)(2 * room_for) * sizeof(int32_t)) : NULL;
+                if (more_room) room = more_room;
+                if (!more_below || !more_room) {
+                    PyMem_RawFree(tree);
+                    PyMem_RawFree(head);
+                    PyMem_RawFree(below);
+                    PyMem_RawFree(room);
+                    return -1;
+                }
+                room_for *= 2;
+            }
             pack = (int32_t)packs++;
             room[pack] = capacity;
         }
@@ -86,10 +102,10 @@ static int best_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, in
             for (Py_ssize_t x = leaves + left; x; x >>= 1) tree[x]++;
         }
     }
-    free(tree);
-    free(head);
-    free(below);
-    free(room);
+    PyMem_RawFree(tree);
+    PyMem_RawFree(head);
+    PyMem_RawFree(below);
+    PyMem_RawFree(room);
     *count = packs;
     return 0;
 }
@@ -97,7 +113,7 @@ static int best_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, in
 static int first_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, int32_t capacity,
                      int32_t *bins, Py_ssize_t *count) {
     Py_ssize_t leaves = 1024;
-    int32_t *tree = calloc((size_t)(2 * leaves), sizeof(int32_t)); /* max room in each node's range */
+    int32_t *tree = PyMem_RawCalloc((size_t)(2 * leaves), sizeof(int32_t)); /* max room in each node's range */
     if (!tree) return -1;
     Py_ssize_t packs = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
@@ -106,15 +122,15 @@ static int first_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, i
         Py_ssize_t node = 1;
         if (tree[1] < s) { /* no open pack holds it: open one (leaves of unopened packs hold 0) */
             if (packs == leaves) { /* grow: the old tree becomes the left half of a tree twice as wide */
-                int32_t *grown = calloc((size_t)(4 * leaves), sizeof(int32_t));
+                int32_t *grown = PyMem_RawCalloc((size_t)(4 * leaves), sizeof(int32_t));
                 if (!grown) {
-                    free(tree);
+                    PyMem_RawFree(tree);
                     return -1;
                 }
                 for (Py_ssize_t level = leaves; level >= 1; level >>= 1)
                     memcpy(grown + 2 * level, tree + level, (size_t)level * sizeof(int32_t));
                 grown[1] = grown[2];
-                free(tree);
+                PyMem_RawFree(tree);
                 tree = grown;
                 leaves *= 2;
             }
@@ -130,7 +146,7 @@ static int first_fit(const int32_t *sizes, const int32_t *order, Py_ssize_t n, i
             tree[node] = a > b ? a : b;
         }
     }
-    free(tree);
+    PyMem_RawFree(tree);
     *count = packs;
     return 0;
 }
@@ -174,7 +190,7 @@ static PyObject *mod_assign(PyObject *self, PyObject *args) {
         failed = 1;
     else
         failed = (best ? best_fit : first_fit)(sizes, order, n, capacity, bins, &count) != 0;
-    free(order);
+    PyMem_RawFree(order);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
     if (failed) {
@@ -184,42 +200,46 @@ static PyObject *mod_assign(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Nn)", out, count);
 }
 
-/* group(bins, count) -> order: the pieces (their indices, int32) sorted by pack, stable — a counting sort,
- * in place of numpy's argsort, whose int64 result is twice the size. */
+/* group(bins, count) -> (order, bounds): the pieces (their indices, int32) sorted by pack, stable — a
+ * counting sort, in place of numpy's argsort, whose int64 result is twice the size — and where each pack's
+ * pieces start in that order (count + 1 int32s; the bounds are the sort's own cursors, shifted by one). */
 static PyObject *mod_group(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
     if (!PyArg_ParseTuple(args, "y*n", &view, &count)) return NULL;
     Py_ssize_t n = view.len / (Py_ssize_t)sizeof(int32_t);
     const int32_t *bins = view.buf;
-    if (count < 0 || view.len % (Py_ssize_t)sizeof(int32_t)) {
+    if (count < 0 || view.len % (Py_ssize_t)sizeof(int32_t) || n > INT32_MAX) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "group() takes int32 bins and a count >= 0");
+        PyErr_SetString(PyExc_ValueError, "group() takes under 2**31 int32 bins and a count >= 0");
         return NULL;
     }
     if (outside(&view, bins, n, 0, count - 1, "pack")) return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
-    Py_ssize_t *next = PyMem_RawCalloc((size_t)count + 1, sizeof(Py_ssize_t));
-    if (!out || !next) {
+    PyObject *starts = PyBytes_FromStringAndSize(NULL, (count + 1) * (Py_ssize_t)sizeof(int32_t));
+    if (!out || !starts) {
         Py_XDECREF(out);
-        PyMem_RawFree(next);
+        Py_XDECREF(starts);
         PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+        return NULL;
     }
     int32_t *order = (int32_t *)PyBytes_AS_STRING(out);
+    int32_t *bounds = (int32_t *)PyBytes_AS_STRING(starts);
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t i = 0; i < n; i++) next[bins[i] + 1]++;
-    for (Py_ssize_t p = 0; p < count; p++) next[p + 1] += next[p];
-    for (Py_ssize_t i = 0; i < n; i++) order[next[bins[i]]++] = (int32_t)i;
+    memset(bounds, 0, (size_t)(count + 1) * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < n; i++) bounds[bins[i] + 1]++;
+    for (Py_ssize_t p = 0; p < count; p++) bounds[p + 1] += bounds[p];  /* bounds[p]: where pack p starts */
+    for (Py_ssize_t i = 0; i < n; i++) order[bounds[bins[i]]++] = (int32_t)i; /* now: where it ends */
+    if (count) memmove(bounds + 1, bounds, (size_t)count * sizeof(int32_t));
+    bounds[0] = 0;
     Py_END_ALLOW_THREADS;
-    PyMem_RawFree(next);
     PyBuffer_Release(&view);
-    return out;
+    return Py_BuildValue("(NN)", out, starts);
 }
 
 static PyMethodDef module_methods[] = {
     {"assign", mod_assign, METH_VARARGS, "assign(sizes, capacity, best, decreasing) -> (bins, count)"},
-    {"group", mod_group, METH_VARARGS, "group(bins, count) -> order (int32, stable by pack)"},
+    {"group", mod_group, METH_VARARGS, "group(bins, count) -> (order, bounds) (int32, stable by pack)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -150,14 +150,17 @@ def plan_packs(lengths: np.ndarray, seq_len: int, strategy: str = "bfd", overflo
         return PackPlan(s, strategy, overflow, lengths, cumulative=cumulative)
     doc_type = np.int32 if len(lengths) <= _INT32_MAX else np.int64
     if overflow == "split":
-        piece_doc, piece_chunk, sizes = _split_pieces(lengths, s, doc_type)
+        total, piece_chunk, sizes = _split_pieces(lengths, s, doc_type)
     else:
-        piece_doc = np.flatnonzero(lengths).astype(doc_type)
-        piece_chunk, sizes = None, np.minimum(lengths[piece_doc], s).astype(np.int32)
+        piece_chunk, sizes = None, np.minimum(lengths[lengths > 0], s).astype(np.int32)
     if len(sizes) > _INT32_MAX:
         raise InvalidArgumentError(f"{len(sizes)} pieces: at most 2**31 - 1 can be packed at once")
     bins, count = assign_packs(sizes, s, best=strategy == "bfd", decreasing=strategy == "bfd")
-    del sizes  # (each step frees what the next does not need: 10M documents in ~234 MiB of arrays)
+    del sizes  # (each step frees what the next does not need)
+    if overflow == "split":
+        piece_doc = _piece_documents(lengths, s, doc_type, total)
+    else:
+        piece_doc = np.flatnonzero(lengths).astype(doc_type)
     order, bounds = order_by_pack(bins, count)
     del bins
     piece_doc = piece_doc[order]
@@ -169,40 +172,57 @@ def plan_packs(lengths: np.ndarray, seq_len: int, strategy: str = "bfd", overflo
     )
 
 
-def _split_pieces(
-    lengths: np.ndarray, s: int, doc_type: type
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Each document's pieces of at most ``s`` tokens: ``(piece_doc, piece_chunk or None, sizes)``, in
-    document order. Only the (few) documents longer than ``s`` get per-piece work, and each array is freed
-    as soon as the next step has what it needs: 10M documents make int32 arrays, not int64 temporaries."""
+def _pieces_per_document(lengths: np.ndarray, s: int) -> np.ndarray:
+    """How many pieces of at most ``s`` tokens each document makes (0 for an empty one)."""
+    counts = lengths // s
+    counts += lengths % s != 0
+    return counts
+
+
+def _piece_documents(lengths: np.ndarray, s: int, doc_type: type, total: int) -> np.ndarray:
+    """The document of each piece, in document order: a block of documents at a time (``np.repeat`` makes
+    int64 repeat counts), so the only large array is the result."""
+    piece_doc: np.ndarray = np.empty(total, doc_type)
+    filled = 0
+    for lo in range(0, len(lengths), _BLOCK):
+        hi = min(len(lengths), lo + _BLOCK)
+        part = np.repeat(np.arange(lo, hi, dtype=doc_type), _pieces_per_document(lengths[lo:hi], s))
+        piece_doc[filled : filled + len(part)] = part
+        filled += len(part)
+    return piece_doc
+
+
+def _split_pieces(lengths: np.ndarray, s: int, doc_type: type) -> tuple[int, np.ndarray | None, np.ndarray]:
+    """Each document's pieces of at most ``s`` tokens, in document order: ``(pieces, piece_chunk or None,
+    sizes)`` — the pieces' documents are :func:`_piece_documents`, made again when the packs are known
+    rather than held while they are planned. Only the (few) documents longer than ``s`` get per-piece work,
+    and each array is freed as soon as the next step has what it needs (10M documents: int32 arrays, and
+    chunk numbers a byte a piece)."""
     if len(lengths) and int(lengths.max()) < _INT32_MAX - s:  # half the bytes for the temporaries
         lengths = lengths.astype(np.int32)
-    counts = lengths // s
-    counts += lengths % s != 0  # pieces per document (0 for an empty one)
+    counts = _pieces_per_document(lengths, s)
     multi = np.flatnonzero(counts > 1)  # the documents split in several pieces
     many = counts[multi].astype(np.int64)
     empty_before = np.searchsorted(np.flatnonzero(counts == 0), multi)  # documents with no piece
-    piece_doc: np.ndarray = np.empty(int(counts.sum(dtype=np.int64)), doc_type)
-    filled = 0
-    for lo in range(0, len(counts), _BLOCK):  # np.repeat makes int64 repeat counts: a block at a time
-        docs: np.ndarray = np.arange(lo, min(len(counts), lo + _BLOCK), dtype=doc_type)
-        part: np.ndarray = np.repeat(docs, counts[lo : lo + _BLOCK])
-        piece_doc[filled : filled + len(part)] = part
-        filled += len(part)
+    total = int(counts.sum(dtype=np.int64))
     del counts
-    sizes = np.minimum(lengths[piece_doc], s).astype(np.int32, copy=False)
+    piece_doc = _piece_documents(lengths, s, doc_type, total)
+    sizes = lengths[piece_doc].astype(np.int32, copy=False)
+    del piece_doc
+    np.minimum(sizes, s, out=sizes)
     split_lengths = lengths[multi].astype(np.int64)
     del lengths
     if not len(multi):
-        return piece_doc, None, sizes
+        return total, None, sizes
     extra = np.cumsum(many - 1)
     first = multi - empty_before + extra - (many - 1)  # where each split document's first piece is
     chunk = np.arange(int(many.sum()), dtype=np.int64) - np.repeat(np.cumsum(many) - many, many)
     at = np.repeat(first, many) + chunk
-    piece_chunk = np.zeros(len(piece_doc), np.int32)
+    # the narrowest integer holding every chunk number: a byte a piece unless a document has 128+ pieces
+    piece_chunk = np.zeros(total, np.min_scalar_type(-int(many.max())))
     piece_chunk[at] = chunk
     sizes[at] = np.minimum(np.repeat(split_lengths, many) - chunk * s, s)
-    return piece_doc, piece_chunk, sizes
+    return total, piece_chunk, sizes
 
 
 def group_pieces(
@@ -225,12 +245,13 @@ def assign_packs(sizes: np.ndarray, capacity: int, *, best: bool, decreasing: bo
 
 
 def order_by_pack(bins: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, bounds)``: the pieces sorted by pack, stable (within a pack, in source order), and where
-    each pack's pieces start in that order."""
-    bounds = np.zeros(count + 1, np.int64)
+    """``(order, bounds)``, both int32: the pieces sorted by pack, stable (within a pack, in source order),
+    and where each pack's pieces start in that order."""
+    if NATIVE is not None:  # a counting sort: int32, where numpy's argsort gives int64; no bincount
+        order, bounds = NATIVE.group(bins, count)
+        return np.frombuffer(order, np.int32), np.frombuffer(bounds, np.int32)
+    bounds = np.zeros(count + 1, np.int32)
     np.cumsum(np.bincount(bins, minlength=count), out=bounds[1:])
-    if NATIVE is not None:  # a counting sort: int32, where numpy's argsort gives int64
-        return np.frombuffer(NATIVE.group(bins, count), np.int32), bounds
     return np.argsort(bins, kind="stable").astype(np.int32), bounds
 
 
