@@ -186,7 +186,9 @@ def _piece_documents(lengths: np.ndarray, s: int, doc_type: type, total: int) ->
     filled = 0
     for lo in range(0, len(lengths), _BLOCK):
         hi = min(len(lengths), lo + _BLOCK)
-        part = np.repeat(np.arange(lo, hi, dtype=doc_type), _pieces_per_document(lengths[lo:hi], s))
+        part: np.ndarray = np.repeat(
+            np.arange(lo, hi, dtype=doc_type), _pieces_per_document(lengths[lo:hi], s)
+        )
         piece_doc[filled : filled + len(part)] = part
         filled += len(part)
     return piece_doc
