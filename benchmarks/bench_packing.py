@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -272,6 +273,59 @@ def _routes_in_a_process(path: str, tok: Any, work: str) -> dict[str, tuple[floa
     return out
 
 
+#: The chat SFT samples of ../shared/data (not in a user's clone: the rows are skipped there, and said so).
+SHARED_CHATS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "jsonl"
+CHAT_FILES = [
+    "llama_factory/v1_sft_demo.jsonl",
+    "llama_factory/reason_tool_use_demo_50.jsonl",
+    "xtuner/mllm_sft_text_example_data.jsonl",
+    "xtuner/openai_sft.jsonl",
+]
+
+
+def _chat_text(record: Any) -> str:
+    """The turns of a chat record (``{"messages": [...]}`` or a bare list of them), contents one per line;
+    typed content parts give their text."""
+    messages = record["messages"] if isinstance(record, dict) else record
+    texts = []
+    for m in messages:
+        content = m.get("content", "")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("value", p.get("text", ""))) for p in content if isinstance(p, dict))
+        texts.append(str(content))
+    return "\n".join(texts)
+
+
+def _chat_rows(tok: Any) -> list[dict]:
+    """Padding efficiency at ``seq_len`` 2048 on the token lengths of ../shared's chat samples: sjsonl's
+    best-fit and first-fit against TRL's ``pack_dataset(bfd)`` on the same lengths."""
+    import datasets
+    from trl import pack_dataset
+
+    paths = [SHARED_CHATS / name for name in CHAT_FILES]
+    if not all(p.exists() for p in paths):
+        return [{"benchmark": "efficiency, ../shared chat files", "variant": "skipped: ../shared not here"}]
+    texts = [
+        _chat_text(orjson.loads(line)) for p in paths for line in p.read_bytes().splitlines() if line.strip()
+    ]
+    lengths = np.array([len(ids) + 1 for ids in tok(texts)["input_ids"]], np.int64)
+    fake = datasets.Dataset.from_dict({"input_ids": [[1] * int(n) for n in lengths]})
+    trl = pack_dataset(fake, SEQ_LEN, strategy="bfd")
+    trl_eff = sum(len(x) for x in trl["input_ids"]) / (len(trl) * SEQ_LEN)
+    label = f"efficiency, ../shared chat files ({len(texts):,} chats, {int(lengths.sum()):,} tokens)"
+    rows = []
+    for strategy in ("bfd", "first_fit"):
+        eff = plan_packs(lengths, SEQ_LEN, strategy).efficiency
+        figure(f"efficiency_chats_{strategy}", eff * 100, "%",
+               what=f"padding efficiency, {strategy}, seq_len {SEQ_LEN}, the chat samples of ../shared",
+               median_of=1, baseline="TRL pack_dataset(bfd)", baseline_value=trl_eff * 100)  # fmt: skip
+        rows.append({"benchmark": label, "variant": f"sjsonl {strategy}", "median": f"{eff:.4f}"})
+    rows.append(
+        {"benchmark": label, "variant": "TRL bfd", "median": f"{trl_eff:.4f}", "note": f"{len(trl)} packs"}
+    )
+    return rows
+
+
 def _plan_rows(quick: bool) -> list[dict]:
     rows = []
     rng = np.random.default_rng(0)
@@ -396,7 +450,7 @@ def run(quick: bool) -> list[dict]:
     for row in rows:
         row.setdefault("ratio", "")
         row.setdefault("note", "")
-    return rows + _plan_rows(quick)
+    return rows + _chat_rows(tok) + _plan_rows(quick)
 
 
 if __name__ == "__main__":
