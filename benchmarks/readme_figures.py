@@ -56,6 +56,8 @@ KEYS = [
     "core.first_open_short",
     "billion.open",
     "packing.pack_first",
+    "packing.pack_stream_first",
+    "packing.pack_first_vs_torchtune",
     "packing.pack_disk",
     "packing.efficiency_bfd",
     "remote.nocache_short_30ms",
