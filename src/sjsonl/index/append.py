@@ -58,6 +58,7 @@ from sjsonl.index.store import (
 )
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import DataStamp, LocalFile, Storage
+from sjsonl.storage.atomic import syncing, write_batch
 from sjsonl.storage.content import LEAF_BYTES, content_of, leaf_digest, leaf_digests
 from sjsonl.storage.trust import read_only_reason
 
@@ -194,9 +195,12 @@ def extend_grown_index(
         grown = _scan_appended(storage, old.offsets, kept, meta.stamp.size, workers, progress, trusted)
         if grown is None:
             return None
-        found = _save_extended(storage.path, old, grown, index_dir, index_path)
-        if appends == "trust" and found.path:
-            save_leaves(found.path, grown.stamp, grown.leaves)
+        # an append-only producer's refreshes are frequent and cheap: their index writes are not fsynced
+        # (write_batch's rule: a crash of the whole system may leave the index torn, then it is rebuilt)
+        with write_batch() if appends == "trust" else contextlib.nullcontext():
+            found = _save_extended(storage.path, old, grown, index_dir, index_path)
+            if appends == "trust" and found.path:
+                save_leaves(found.path, grown.stamp, grown.leaves)
         return found
     return None
 
@@ -379,12 +383,14 @@ def _extend_in_place(old: IndexFile, new_offsets: np.ndarray, meta: IndexMeta) -
         try:
             _pwrite_all(fd, tail, body_end)
             os.ftruncate(fd, body_end + len(tail))
-            os.fsync(fd)  # the offsets and trailer are durable before the header names them
+            if syncing():
+                os.fsync(fd)  # the offsets and trailer are durable before the header names them
         except OSError:  # a full disk, a file size limit: put the old index back as it was
             _restore(fd, old.path, old_trailer, body_end)
             return False
         _pwrite_all(fd, header, 0)  # the header is never longer than what it overwrites: it cannot fail short
-        os.fsync(fd)
+        if syncing():
+            os.fsync(fd)
         remember_verified(old.path, os.fstat(fd))
         return True
     finally:

@@ -113,6 +113,12 @@ def write_batch(listed: dict[str, list[str]] | None = None) -> Iterator[None]:
         _BATCH.reset(token)
 
 
+def syncing() -> bool:
+    """Whether index writes here are fsynced: everywhere but inside :func:`write_batch` (whose writes a
+    crash of the whole system may leave torn — refused by their checks and rebuilt, never used)."""
+    return _BATCH.get() is None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -209,5 +215,5 @@ def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
     reason = read_only_reason(path)
     if reason is not None:  # the user made the place read-only
         raise PermissionError(errno.EACCES, f"not writing {path}: {reason}")
-    with atomic_output(path, mode=0o644, sweep=True, sync=_BATCH.get() is None) as f:
+    with atomic_output(path, mode=0o644, sweep=True, sync=syncing()) as f:
         write(f)
