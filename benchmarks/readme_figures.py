@@ -42,7 +42,6 @@ KEYS = [
     "core.hf_get",
     "sampling.hf_shuffled",
     "mindspore.ttfb_first_early",
-    "mindspore.ttfb_first_default",
     "types.ttfb_short",
     "types.types_short",
     "mindspore.ttfb_reused",
