@@ -34,6 +34,7 @@ C_SOURCES = (
     "src/sjsonl/records/_utf8.c",
     "src/sjsonl/data/_hot.c",
     "src/sjsonl/data/packing/_plan.c",
+    "src/sjsonl/records/_types.c",
 )
 #: The compiled modules of a wheel built by this interpreter (the build runs under it).
 EXTENSIONS = tuple(
@@ -45,6 +46,7 @@ EXTENSIONS = tuple(
         "records/_utf8",
         "data/_hot",
         "data/packing/_plan",
+        "records/_types",
     )
 )
 #: What a working checkout has beside its files; none of it may reach the sdist or the wheel.
@@ -63,14 +65,14 @@ PROBE = """
 import hashlib, json, sjsonl
 from sjsonl.index import packed, scan
 from sjsonl.data import dataset
-from sjsonl.records import decode
+from sjsonl.records import decode, fast_types
 from sjsonl.storage import local
 print(json.dumps({
     "file": sjsonl.__file__,
     "version": sjsonl.__version__,
     "compiled": {"scan": scan.NATIVE is not None, "packed": packed.NATIVE is not None,
                  "guarded": local.GUARDED is not None, "utf8": decode.NATIVE_UTF8 is not None,
-                 "hot": dataset.HOT is not None},
+                 "hot": dataset.HOT is not None, "types": fast_types.NATIVE is not None},
     "storage": type(ds._files[0].storage).__name__,
     "records": hashlib.sha256(json.dumps(list(ds)).encode()).hexdigest(),
     "backwards": hashlib.sha256(json.dumps([ds[i] for i in range(len(ds) - 1, -1, -1)]).encode()).hexdigest(),
@@ -221,6 +223,7 @@ def test_sdist_holds_what_building_needs_and_nothing_else(dists, checkout):
         "src/sjsonl/records/_utf8.pyi",
         "src/sjsonl/data/_hot.pyi",
         "src/sjsonl/data/packing/_plan.pyi",
+        "src/sjsonl/records/_types.pyi",
     ):
         assert needed in names, f"{needed} is missing from {dists.sdist.name}"
     # every file of the package in the checkout, and besides it only the build files and metadata
@@ -271,6 +274,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_quickstart(wheel_venv, 
         "guarded": True,
         "utf8": True,
         "hot": True,
+        "types": True,
     }
     assert compiled_quickstart.probe["storage"] == "MappedFile"
 
@@ -288,6 +292,7 @@ def test_without_a_c_compiler_the_sdist_installs_and_the_pure_fallbacks_give_the
         "guarded": False,
         "utf8": False,
         "hot": False,
+        "types": False,
     }
     assert pure.probe["storage"] == "LocalFile"  # read with pread: no unguarded map
     assert pure.printed == compiled_quickstart.printed
