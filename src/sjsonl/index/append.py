@@ -110,6 +110,7 @@ def complete_lines(
     *,
     grew: bool,
     recheck_from: int = 0,
+    scanned_state: DataStamp | None = None,
 ) -> Settled | None:
     """(offsets, stamp, leaf digests) for the scan of ``[0, size)`` of a local file that was just made:
     ``digests`` are its content-hash leaf digests as scanned (by leaf number). Only complete lines are
@@ -139,8 +140,21 @@ def complete_lines(
     else:
         leaves = scanned[:full] + ([leaf_digest(read(full * LEAF_BYTES, cut))] if cut % LEAF_BYTES else [])
     now = storage.stamp(fingerprint=False)
-    stamp = replace(now, size=cut, fingerprint=storage.fingerprint(cut), content=content_of(leaves, cut))
+    fingerprint = storage.fingerprint(cut)
+    # the stamp takes the file's times and head/tail hash as they are now, the content hash as scanned:
+    # they describe the same bytes only if the file did not change meanwhile (``scanned_state``: its state
+    # when the scan ended; a file rewritten then would give an index whose stamp accepts other bytes)
+    then = storage.stamp(fingerprint=False)
+    if not _same_state(now, then) or (
+        scanned_state is not None and not grew and not _same_state(now, scanned_state)
+    ):
+        return None
+    stamp = replace(now, size=cut, fingerprint=fingerprint, content=content_of(leaves, cut))
     return Settled(offsets, stamp, leaves)
+
+
+def _same_state(a: DataStamp, b: DataStamp) -> bool:
+    return (a.size, a.mtime_ns, a.ctime_ns, a.file_id) == (b.size, b.mtime_ns, b.ctime_ns, b.file_id)
 
 
 #: A file modified this recently whose last line is unterminated and not valid JSON is being written.
