@@ -59,6 +59,7 @@ from sjsonl.index.store import (
 from sjsonl.runtime.progress import Progress
 from sjsonl.storage import DataStamp, LocalFile, Storage
 from sjsonl.storage.atomic import syncing, write_batch
+from sjsonl.storage.base import FINGERPRINT_SPAN
 from sjsonl.storage.content import LEAF_BYTES, content_of, leaf_digest, leaf_digests
 from sjsonl.storage.trust import read_only_reason
 
@@ -110,7 +111,6 @@ def complete_lines(
     *,
     grew: bool,
     recheck_from: int = 0,
-    scanned_state: DataStamp | None = None,
 ) -> Settled | None:
     """(offsets, stamp, leaf digests) for the scan of ``[0, size)`` of a local file that was just made:
     ``digests`` are its content-hash leaf digests as scanned (by leaf number). Only complete lines are
@@ -141,20 +141,18 @@ def complete_lines(
         leaves = scanned[:full] + ([leaf_digest(read(full * LEAF_BYTES, cut))] if cut % LEAF_BYTES else [])
     now = storage.stamp(fingerprint=False)
     fingerprint = storage.fingerprint(cut)
-    # the stamp takes the file's times and head/tail hash as they are now, the content hash as scanned:
-    # they describe the same bytes only if the file did not change meanwhile (``scanned_state``: its state
-    # when the scan ended; a file rewritten then would give an index whose stamp accepts other bytes)
-    then = storage.stamp(fingerprint=False)
-    if not _same_state(now, then) or (
-        scanned_state is not None and not grew and not _same_state(now, scanned_state)
-    ):
-        return None
+    # the stamp takes the head/tail hash as the file is now, the content hash as scanned: the leaves
+    # holding that head and tail must still hash as scanned (a writer that only appends leaves them so; a
+    # file rewritten since the scan — bigger, so it looks grown — would give the index a stamp that
+    # accepts other bytes)
+    for k in sorted({0, max(0, cut - FINGERPRINT_SPAN) // LEAF_BYTES, max(0, cut - 1) // LEAF_BYTES}):
+        if (
+            k < len(scanned)
+            and leaf_digest(read(k * LEAF_BYTES, min((k + 1) * LEAF_BYTES, size))) != scanned[k]
+        ):
+            return None
     stamp = replace(now, size=cut, fingerprint=fingerprint, content=content_of(leaves, cut))
     return Settled(offsets, stamp, leaves)
-
-
-def _same_state(a: DataStamp, b: DataStamp) -> bool:
-    return (a.size, a.mtime_ns, a.ctime_ns, a.file_id) == (b.size, b.mtime_ns, b.ctime_ns, b.file_id)
 
 
 #: A file modified this recently whose last line is unterminated and not valid JSON is being written.

@@ -166,7 +166,7 @@ def build_layout(
         unchanged = before.describe_change(after, content=False) is None
         if digests is not None and found_layout == "" and (unchanged or after.size > before.size):
             assert isinstance(storage, LocalFile)
-            settled = complete_lines(storage, offsets, size, digests, grew=not unchanged, scanned_state=after)
+            settled = complete_lines(storage, offsets, size, digests, grew=not unchanged)
             if settled is not None:
                 if leaves is not None:
                     leaves[:] = settled.leaves
