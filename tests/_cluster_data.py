@@ -78,13 +78,6 @@ def _wait_for_ray_processes(path: str, limit: float = 60.0) -> None:
     """Until no process started with ``path`` on its command line is left (up to ``limit`` seconds)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        alive = []
-        for p in psutil.process_iter(["cmdline"]):
-            try:
-                if any(path in arg for arg in p.info["cmdline"] or ()):
-                    alive.append(p)
-            except psutil.Error:
-                pass
-        if not alive:
+        if not any(path in arg for p in psutil.process_iter(["cmdline"]) for arg in p.info["cmdline"] or ()):
             return
         time.sleep(0.2)
