@@ -323,25 +323,24 @@ class LocalFile:
         return self.stat().st_size
 
     def read(self, start: int, end: int) -> bytes:
-        """``bytes[start:end]`` of the pinned version — checked around the read (an ``fstat`` before and
-        after), so bytes of a file truncated or rewritten in place are never returned: the state after the
-        read must be one the pinned version allows, and the file must not have changed during it but by
-        growing (a file rewritten and rewritten back while it was read passes the check after; it is read
-        again, up to three times, then :class:`~sjsonl.errors.StaleDataError`)."""
+        """``bytes[start:end]`` of the pinned version — checked after the read (one ``fstat``), so bytes
+        of a file truncated or rewritten in place are never returned. The state the check finds must be
+        one already accepted before the read, or one grown from it (appended to): a file rewritten and
+        rewritten back passes the check with new times, and the bytes read while it changed are read again
+        under the state just accepted (up to three times, then :class:`~sjsonl.errors.StaleDataError`)."""
         fd = self._hold()  # (not `holding()`: a generator context costs more than the read)
         try:
-            if self.pinned is None:
-                return os.pread(fd, end - start, start) if end > start else b""
             for _ in range(3):
-                before = os.fstat(fd)
                 data = os.pread(fd, end - start, start) if end > start else b""
-                after = os.fstat(fd)
-                self._check_unchanged(after, fd)
-                if after.st_size > before.st_size or (before.st_mtime_ns, before.st_ctime_ns) == (
-                    after.st_mtime_ns,
-                    after.st_ctime_ns,
-                ):
-                    return data  # (grown: appended to, as _check_unchanged allows)
+                if self.pinned is None:
+                    return data
+                known = self._accepted
+                st = os.fstat(fd)
+                self._check_unchanged(st, fd)
+                if known is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == known:
+                    return data
+                if known is not None and st.st_size > known[0]:
+                    return data  # grown since: appended to, as _check_unchanged allows
             raise self._stale("rewritten again and again while it was read")
         finally:
             self._release()
