@@ -52,10 +52,6 @@ _BLOCK = 8192  # records per block on sequential paths
 #: Bytes per read when a storage without a memory map is read block by block, or nearby records are
 #: merged into one read: large enough to amortise a request, small enough to hold in memory.
 _READ_BYTES = 16 << 20
-# tries before bytes that do not fit an index blame it: a file rewritten and rewritten back while it was
-# read passes its stamp check (see read_spans)
-_BLAME_ATTEMPTS = 3
-BOM = b"\xef\xbb\xbf"
 
 
 def iter_blocks(
@@ -273,18 +269,17 @@ class IndexedFile:
         data = self.storage.read(lo, hi)
         if self.layout or ends_lines(data, lo, span_ends, self.end):  # (a document's elements are no lines)
             return data
+        check_unchanged(self.storage)
+        data = self.storage.read(lo, hi)  # the file may have changed and changed back while we read
+        if ends_lines(data, lo, span_ends, self.end):
+            return data
         why = f"the records read at bytes [{lo}, {hi}) of {self.path} do not end lines"
         distrust = getattr(self.storage, "distrust_saved_state", None)
-        for attempt in range(_BLAME_ATTEMPTS):
-            # the file may have changed and changed back while we read (its stamp then passes): after the
-            # first try the indexed bytes are hashed again before each read, so the index is blamed only
-            # for bytes read after they were found unchanged, again and again
-            check_unchanged(self.storage, content=attempt > 0)
+        if distrust is not None and distrust(why):
             data = self.storage.read(lo, hi)
             if ends_lines(data, lo, span_ends, self.end):
                 return data
-            if attempt == 0 and distrust is not None:
-                distrust(why)  # (what the storage saved to find the bytes, gzip seek points, is dropped)
+        check_unchanged(self.storage, content=True)
         raise IndexFileError(f"index {self.index_path} does not match {self.path}: {why} (a corrupt index)")
 
     def record(self, i: int, decode: Decoder | None = None) -> Any:
@@ -315,17 +310,9 @@ class IndexedFile:
         unchanged data, an error that blames the index (corrupt offsets)."""
         check_unchanged(self.storage)  # a rewrite in place shows here first: never blame a healthy index
         view = byte_view(self.storage)
-
-        def misplaced() -> bool:
-            return start > 0 and view[start - 1 : start] != b"\n" and not (start == 3 and view[0:3] == BOM)
-
-        wrong = misplaced()
-        for _ in range(_BLAME_ATTEMPTS - 1):  # (as in read_spans: the bytes hashed again, then looked at)
-            if not wrong:
-                break
+        after_bom = start == 3 and view[0:3] == b"\xef\xbb\xbf"
+        if start > 0 and view[start - 1 : start] != b"\n" and not after_bom:
             check_unchanged(self.storage, content=True)
-            wrong = misplaced()
-        if wrong:
             return IndexFileError(
                 f"index {self.index_path} does not match {self.path}: its offset {start} is not the start of "
                 "a line (a corrupt index); delete it to rebuild"
