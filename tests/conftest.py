@@ -47,6 +47,28 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def gsm8k_lines(shared_data: Path, n: int) -> list[str]:
+    """The first ``n`` lines of ../shared's GSM8K training file."""
+    return (shared_data / "jsonl/gsm8k/train.jsonl").read_text().splitlines()[:n]
+
+
+@pytest.fixture(scope="module")
+def tok(shared_data, tmp_path_factory):
+    """The byte-level BPE the trainer tests train on GSM8K problems (tests/test_trainers.py): the packing
+    tests' tokenizer (modules that train models define their own)."""
+    from .test_trainers import make_tokenizer, write_qa_file
+
+    return make_tokenizer(write_qa_file(shared_data, tmp_path_factory))
+
+
+@pytest.fixture
+def qa(shared_data, tmp_path) -> Path:
+    """600 GSM8K problems as a JSON Lines file."""
+    path = tmp_path / "qa.jsonl"
+    path.write_text("\n".join(gsm8k_lines(shared_data, 600)) + "\n")
+    return path
+
+
 def missing(msg: str, required_by: str) -> None:
     """Something a test needs is absent: skip with ``msg`` on a user's clone, fail where the environment
     variable ``required_by`` is 1 (``.ci/run`` sets each one), so CI never passes by skipping."""

@@ -30,7 +30,7 @@ from sjsonl.records.decode import _decodes, loads
 from sjsonl.records.schema import RecordSchema, infer_schema, schema_cache_path, schema_of_records
 
 from .conftest import missing
-from .test_real_files import _data_files, _settled, _suite
+from .test_real_files import _settled, _suite, shared_data_files
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 INT64 = 2**63
@@ -106,12 +106,7 @@ def test_every_shared_file_types_as_the_rules(shared_data: Path, monkeypatch: py
     line — and the compiled pass typed them all (nothing handed back but what it must)."""
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 4096)
     handed = _handbacks(monkeypatch)
-    files = (
-        _data_files(shared_data / "jsonl")
-        + _data_files(shared_data / "jsonlines_org")
-        + _data_files(shared_data / "ndjson_spec")
-    )
-    assert len(files) >= 20
+    files = shared_data_files(shared_data)
     for path in files:
         raw = path.read_bytes()
         want = schema_of_records(json.loads(line) for line in raw.split(b"\n") if line.strip(b" \t\r"))

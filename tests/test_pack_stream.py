@@ -6,33 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("tokenizers")
 pytest.importorskip("transformers")
 
-from transformers import PreTrainedTokenizerFast
 
 from sjsonl import JSONLDataset, JSONLStream
 from sjsonl.data.packing import PackStream
 from sjsonl.errors import InvalidArgumentError
 
-from .test_packing import STRATEGIES, gsm8k_lines
-from .test_trainers import make_tokenizer, write_qa_file
-
-
-@pytest.fixture(scope="module")
-def tok(shared_data, tmp_path_factory) -> PreTrainedTokenizerFast:
-    return make_tokenizer(write_qa_file(shared_data, tmp_path_factory))
-
-
-@pytest.fixture
-def qa(shared_data, tmp_path) -> Path:
-    path = tmp_path / "qa.jsonl"
-    path.write_text("\n".join(gsm8k_lines(shared_data, 230)) + "\n")
-    return path
+from .conftest import gsm8k_lines
+from .test_packing import STRATEGIES
 
 
 def _windows_planned(ds: JSONLDataset, window: int, seq_len: int, **kw) -> list[dict]:
@@ -72,7 +58,7 @@ def test_shards_take_every_window_once(tok, qa, shards, over_stream):
         stream = source.pack_stream(128, num_shards=shards, shard_index=i, **kw)
         for pack in stream:
             by_window.setdefault(stream.state_dict()["window"], []).append(pack)
-    assert sorted(by_window) == list(range(-(-230 // 40)))
+    assert sorted(by_window) == list(range(-(-len(JSONLDataset(str(qa))) // 40)))
     assert [p for k in sorted(by_window) for p in by_window[k]] == whole
 
 

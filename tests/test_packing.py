@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,26 +25,7 @@ from sjsonl import JSONLDataset, StaleDataError, interleave_datasets  # noqa: E4
 from sjsonl.data.packing import PackedDataset, unpacked  # noqa: E402
 from sjsonl.errors import ColumnNotFoundError, InvalidArgumentError  # noqa: E402
 
-from .test_trainers import make_tokenizer, write_qa_file  # noqa: E402
-
 STRATEGIES = ("bfd", "first_fit", "wrapped")
-
-
-def gsm8k_lines(shared_data: Path, n: int) -> list[str]:
-    return (shared_data / "jsonl/gsm8k/train.jsonl").read_text().splitlines()[:n]
-
-
-@pytest.fixture(scope="module")
-def tok(shared_data, tmp_path_factory) -> PreTrainedTokenizerFast:
-    """The byte-level BPE the trainer tests train on GSM8K problems (tests/test_trainers.py)."""
-    return make_tokenizer(write_qa_file(shared_data, tmp_path_factory))
-
-
-@pytest.fixture
-def qa(shared_data, tmp_path) -> Path:
-    path = tmp_path / "qa.jsonl"
-    path.write_text("\n".join(gsm8k_lines(shared_data, 600)) + "\n")
-    return path
 
 
 def reference(tok, texts: list[str]) -> list[list[int]]:

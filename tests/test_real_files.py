@@ -19,13 +19,19 @@ def _data_files(root):
     )
 
 
-def test_every_record_of_every_shared_file(shared_data):
+def shared_data_files(shared_data):
+    """Every JSON Lines file of ../shared/data (the JSONTestSuite aside), at least 20."""
     files = (
         _data_files(shared_data / "jsonl")
         + _data_files(shared_data / "jsonlines_org")
         + _data_files(shared_data / "ndjson_spec")
     )
     assert len(files) >= 20
+    return files
+
+
+def test_every_record_of_every_shared_file(shared_data):
+    files = shared_data_files(shared_data)
     for path in files:
         raw = path.read_bytes()
         expected = [json.loads(line) for line in raw.split(b"\n") if line.strip(b" \t\r")]
