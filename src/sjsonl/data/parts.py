@@ -51,7 +51,7 @@ from sjsonl.errors import (
 from sjsonl.index.layout import is_index_artifact
 from sjsonl.records.badlines import check_policy
 from sjsonl.sampling.ranges import record_ranges
-from sjsonl.storage import is_url
+from sjsonl.storage import has_glob_magic, is_url
 from sjsonl.storage.formats import format_of_name
 
 __all__ = ["Corpus", "Part", "as_columns", "expand_paths", "open_corpus"]
@@ -68,15 +68,11 @@ def _is_data_name(name: str) -> bool:
     return not base.startswith((".", "_")) and base.endswith(JSON_SUFFIXES)
 
 
-def _has_magic(pattern: str) -> bool:
-    return any(c in pattern for c in "*?[")
-
-
 def _remote_listing(url: str, storage_options: dict[str, Any] | None) -> list[str]:
     fsspec = require("fsspec", "remote")
     fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
     protocol = url.split("://", 1)[0]
-    found = fs.glob(path) if _has_magic(path) else [p for p in fs.find(path) if _is_data_name(p)]
+    found = fs.glob(path) if has_glob_magic(path) else [p for p in fs.find(path) if _is_data_name(p)]
     return [f"{protocol}://{p}" for p in sorted(found)]
 
 
@@ -106,9 +102,8 @@ def expand_paths(
     for p in items:
         text = os.fspath(p)
         if is_url(text):
-            found = (
-                _remote_listing(text, storage_options) if _has_magic(text) or text.endswith("/") else [text]
-            )
+            listed = has_glob_magic(text) or text.endswith("/")
+            found = _remote_listing(text, storage_options) if listed else [text]
         elif os.path.isdir(text):
             found = sorted(
                 os.path.join(root, name)
@@ -118,7 +113,7 @@ def expand_paths(
                                                    os.path.relpath(root, text).split(os.sep) if part != ".")
             )  # fmt: skip
             found = [f for f in found if not is_index_artifact(f)]
-        elif _has_magic(text):
+        elif has_glob_magic(text):
             found = [f for f in sorted(glob.glob(text, recursive=True)) if os.path.isfile(f)]
             found = [f for f in found if not is_index_artifact(f)]
         else:

@@ -24,7 +24,7 @@ from typing import Union
 
 from sjsonl.errors import DataFileNotFoundError, InvalidArgumentError, SJSONLError, SplitError
 from sjsonl.index.layout import is_index_artifact
-from sjsonl.storage import is_url
+from sjsonl.storage import has_glob_magic, is_url
 from sjsonl.storage.zip import split_member, zip_members
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -53,10 +53,6 @@ _HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?$")  # "imdb", "user/name": what a H
 
 def _not_found(message: str) -> DataFileNotFoundError:
     return DataFileNotFoundError(errno.ENOENT, message)
-
-
-def _has_magic(pattern: str) -> bool:
-    return any(c in pattern for c in "*?[")
 
 
 def _is_json_file(path: str) -> bool:
@@ -101,12 +97,12 @@ def _resolve(patterns: list[str], base: str) -> list[str]:
     for pattern in patterns:
         pattern = os.fspath(pattern)
         if is_url(pattern):  # read in place by range requests (sjsonl.storage); listed, not globbed
-            if _has_magic(pattern):
+            if has_glob_magic(pattern):
                 raise InvalidArgumentError(f"globs over URLs are not supported; list the files: {pattern}")
             files.append(pattern)
             continue
         found = _glob(pattern, base)
-        if not found and not _has_magic(pattern):
+        if not found and not has_glob_magic(pattern):
             where = pattern if os.path.isabs(pattern) else os.path.join(base, pattern)
             raise _not_found(f"no such data file: {where}")
         files.extend(found)  # as 🤗: a file named twice (or matched by two patterns) is read twice
@@ -185,7 +181,7 @@ def resolve_data_files(
         return _infer_splits(os.path.abspath(os.path.join(path, os.fspath(data_dir or ""))))
     if os.path.isfile(path):
         return {"train": [os.path.abspath(path)]}
-    if _has_magic(path):
+    if has_glob_magic(path):
         files = _glob(path, os.getcwd())
         if files:
             return {"train": files}
@@ -236,7 +232,7 @@ def is_jsonl_source(
     if data_files is None and os.path.isfile(path):
         return _is_json_file(path)
     if data_files is None and not os.path.isdir(path):
-        return _has_magic(path) and any(map(_is_json_file, _glob(path, os.getcwd())))
+        return has_glob_magic(path) and any(map(_is_json_file, _glob(path, os.getcwd())))
     if not os.path.isdir(path):
         return False
     if data_files is not None:

@@ -193,6 +193,16 @@ def resolve_path(path: str | os.PathLike[str]) -> str:
     return f"{os.path.abspath(archive)}{MEMBER_SEP}{member}"
 
 
+def has_glob_magic(pattern: str) -> bool:
+    """Whether ``pattern`` is a glob (``*``, ``?`` or ``[``) rather than one path.
+
+    Example:
+        >>> has_glob_magic("data/*.jsonl"), has_glob_magic("data/train.jsonl")
+        (True, False)
+    """
+    return any(c in pattern for c in "*?[")
+
+
 def is_url(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a URL (``protocol://…``) rather than a local path.
 
