@@ -396,27 +396,18 @@ static Sig value_sig(Scan *s, int depth, int *ok) {
         sig.ndim = (int16_t)s->ndim;
         return sig;
     }
-    switch (skip_value(s, depth)) {
-    case V_FAIL:
+    /* a scalar's kind by its value's (objects and integers beyond int64: json) */
+    static const int8_t KIND_OF_VALUE[] = {[V_BOOL] = K_BOOL, [V_STR] = K_STR, [V_INT] = K_INT,
+                                           [V_BIGINT] = K_JSON, [V_FLOAT] = K_FLOAT, [V_OBJECT] = K_JSON};
+    int value = skip_value(s, depth);
+    if (value == V_FAIL) {
         *ok = 0;
         return sig;
-    case V_NULL:
-        return SIG_NULL;
-    case V_BOOL:
-        sig.kind = K_BOOL;
-        return sig;
-    case V_STR:
-        sig.kind = K_STR;
-        return sig;
-    case V_INT:
-        sig.kind = K_INT;
-        return sig;
-    case V_FLOAT:
-        sig.kind = K_FLOAT;
-        return sig;
-    default: /* objects, integers beyond int64 */
-        return SIG_JSON;
     }
+    if (value == V_NULL) return SIG_NULL;
+    if (KIND_OF_VALUE[value] == K_JSON) return SIG_JSON;
+    sig.kind = KIND_OF_VALUE[value];
+    return sig;
 }
 
 /* ------------------------------------------------------------------------------------------ columns */
