@@ -334,13 +334,12 @@ class LocalFile:
                 data = os.pread(fd, end - start, start) if end > start else b""
                 if self.pinned is None:
                     return data
-                known = self._accepted
+                pinned = self.pinned
+                known = self._accepted or (pinned.stored, pinned.mtime_ns, pinned.ctime_ns)
                 st = os.fstat(fd)
                 self._check_unchanged(st, fd)
-                if known is not None and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == known:
-                    return data
-                if known is not None and st.st_size > known[0]:
-                    return data  # grown since: appended to, as _check_unchanged allows
+                if (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == known or st.st_size > known[0]:
+                    return data  # (grown since: appended to, as _check_unchanged allows)
             raise self._stale("rewritten again and again while it was read")
         finally:
             self._release()
