@@ -176,24 +176,22 @@ def test_a_rewritten_tail_is_caught(data, compact, back):
     expect_records(ds, RECORDS + 3, {i: -7})
 
 
-def test_an_edit_in_a_sampled_leaf_is_caught(data, compact):
-    ds = open_ds(data, compact)
+def _in_a_sampled_leaf(ds) -> int:
     sampled = checked_leaves(ds._files[0].stamp)[1]
-    i = (sampled * LEAF_BYTES + LEAF_BYTES // 2) // RECORD
+    return (sampled * LEAF_BYTES + LEAF_BYTES // 2) // RECORD
+
+
+@pytest.mark.parametrize(
+    "where", [_in_a_sampled_leaf, lambda ds: 3], ids=["in-a-sampled-leaf", "in-the-first-64-KiB"]
+)
+def test_an_edit_where_trust_reads_again_is_caught(data, compact, where):
+    ds = open_ds(data, compact)
+    i = where(ds)
     overwrite(data, i, -1)
     append(data, RECORDS, 3)
     ds.refresh()
     assert ds._files[0].index_origin == "built"
     expect_records(ds, RECORDS + 3, {i: -1})
-
-
-def test_an_edit_in_the_first_64_kib_is_caught(data, compact):
-    ds = open_ds(data, compact)
-    overwrite(data, 3, -3)
-    append(data, RECORDS, 3)
-    ds.refresh()
-    assert ds._files[0].index_origin == "built"
-    expect_records(ds, RECORDS + 3, {3: -3})
 
 
 def test_what_trust_cannot_catch_and_the_default_does(tmp_path, compact, hashes_everything):
