@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.data.manifest import MANIFEST_MAGIC
 from sjsonl.data.packing.lengths import TOKENS_MAGIC, tokens_path
 from sjsonl.index import store
 from sjsonl.index.leaves import LEAVES_MAGIC
@@ -125,7 +126,7 @@ def test_every_sidecar_starts_with_its_magic(tmp_path: Path) -> None:
         "gzip points": seekpoints.GZIP_SEEK_MAGIC,
         "bzip2 blocks": seekpoints.BZIP2_SEEK_MAGIC,
     }
-    assert set(heads.values()) | {store.PACKED_MAGIC, LEAVES_MAGIC} == set(ARTIFACT_MAGICS)
+    assert set(heads.values()) | {store.PACKED_MAGIC, LEAVES_MAGIC, MANIFEST_MAGIC} == set(ARTIFACT_MAGICS)
     assert all(m.startswith(b"SJSONL") and len(m) == 8 for m in ARTIFACT_MAGICS)
     index = Path(str(JSONLDataset(tmp_path / "d.jsonl").index_paths[0])).read_bytes()
     assert index[-8:] == INDEX_TRAILER_MAGIC == store.TRAILER_MAGIC

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from sjsonl.data.document import open_data_files
+from sjsonl.data.members import member_counts, member_paths, open_members
 from sjsonl.data.packing.packable import Packable
 from sjsonl.data.source import HOT, IndexedFile
 from sjsonl.data.transforms import columns as _columns
@@ -167,9 +167,10 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
 
     def _open(self) -> None:
         paths, policy, options = self._opening
-        self._files = open_data_files(paths, **options)
+        self._files = open_members(paths, **options)  # many files: each opened at its first read
         # (accumulate, not np.cumsum: its first call costs ~40 µs of a fresh process's first open)
-        self._bounds = np.array([0, *itertools.accumulate(len(f) for f in self._files)], dtype=np.int64)
+        counts = member_counts(self._files).tolist()
+        self._bounds = np.array([0, *itertools.accumulate(counts)], dtype=np.int64)
         self._single = self._files[0] if len(self._files) == 1 else None
         self._order: IndexMap | None = None
         self._len = int(self._bounds[-1])
@@ -229,7 +230,7 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
     @property
     def files(self) -> list[str]:
         """Absolute paths of the data files, in order."""
-        return [f.path for f in self._files]
+        return member_paths(self._files)
 
     @property
     def index_paths(self) -> list[str | None]:
@@ -477,8 +478,10 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         skipping fields or a full parse and a pick decodes these records faster
         (:meth:`FieldProjection.choose`)."""
         choose = getattr(self._decode, "choose", None)
+        if choose is None:
+            return
         first = self._files[0]
-        if choose is None or not len(first):
+        if not len(first):
             return
         choose(first.records_at(np.arange(min(len(first), 256)), decode=bytes))
 

@@ -40,9 +40,11 @@ magic             kind           constant (in the module that owns the format)  
 ``SJSONLgz``      gzip points    ``sjsonl.storage.seekpoints.GZIP_SEEK_MAGIC``    ``.index.seekpoints``
 ``SJSONLbz``      bzip2 blocks   ``sjsonl.storage.seekpoints.BZIP2_SEEK_MAGIC``   ``.index.seekpoints``
 ``SJSONLlv``      leaf digests   ``sjsonl.index.leaves.LEAVES_MAGIC``             ``.index.leaves``
+``SJSONLcm``      corpus         ``sjsonl.data.manifest.MANIFEST_MAGIC``          ``corpora/*.manifest`` (3)
 ================  =============  ==============================================  =======================
 
-(1) the first 8 bytes, as for every sidecar; (2) the *last* 8 bytes. A temp file of an atomic write
+(1) the first 8 bytes, as for every sidecar; (2) the *last* 8 bytes; (3) in the private cache, not beside the
+data: one a dataset of many files (:mod:`sjsonl.data.manifest`). A temp file of an atomic write
 (``<final name>.<host>-<pid>.<random>.tmp``) holds the same bytes once written.
 
 Example:
@@ -70,7 +72,9 @@ import orjson
 from sjsonl.errors import ArtifactWarning as ArtifactWarning
 
 #: The first 8 bytes of every file sjsonl writes beside data, except the plain index (see the table above).
-ARTIFACT_MAGICS = (b"SJSONLpk", b"SJSONLbl", b"SJSONLsc", b"SJSONLtl", b"SJSONLgz", b"SJSONLbz", b"SJSONLlv")
+ARTIFACT_MAGICS = (
+    b"SJSONLpk", b"SJSONLbl", b"SJSONLsc", b"SJSONLtl", b"SJSONLgz", b"SJSONLbz", b"SJSONLlv", b"SJSONLcm"
+)  # fmt: skip
 #: The last 8 bytes of a plain ``.npy`` index (whose first bytes are numpy's ``b"\\x93NUMPY"``).
 INDEX_TRAILER_MAGIC = b"SJSONLix"
 

@@ -1,0 +1,150 @@
+"""Corpus manifests (sjsonl.data.manifest, sjsonl.data.members): a reopen of many files opens none of them
+until it is read, and never counts or reads a record of a version other than the one opened."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pickle
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sjsonl import JSONLDataset
+from sjsonl.data.manifest import MANIFEST_MAGIC, MANIFEST_MIN_FILES
+from sjsonl.data.members import LazyMembers
+from sjsonl.errors import ArtifactWarning, DataFileError, StaleDataError
+
+FILES = MANIFEST_MIN_FILES + 6
+
+
+def _corpus(d: Path, files: int = FILES, sizes: list[int] | None = None) -> list[str]:
+    paths = []
+    for k in range(files):
+        p = d / f"part-{k:04d}.jsonl"
+        n = (k % 5) + 1 if sizes is None else sizes[k]
+        p.write_text("".join(f'{{"file": {k}, "i": {i}}}\n' for i in range(n)))
+        paths.append(str(p))
+    return paths
+
+
+def _expected(paths: list[str]) -> list[dict]:
+    import json
+
+    return [json.loads(line) for p in paths for line in Path(p).read_text().splitlines()]
+
+
+def _manifests() -> list[str]:
+    return glob.glob(os.path.join(os.environ["XDG_CACHE_HOME"], "sjsonl", "corpora", "*.manifest"))
+
+
+def test_a_reopen_opens_no_file_until_it_is_read(tmp_path: Path) -> None:
+    paths = _corpus(tmp_path)
+    first = JSONLDataset(paths)
+    assert not isinstance(first._files, LazyMembers) or first._files.opened == FILES
+    (manifest,) = _manifests()
+    assert Path(manifest).read_bytes()[:8] == MANIFEST_MAGIC
+    again = JSONLDataset(paths)
+    assert isinstance(again._files, LazyMembers) and again._files.opened == 0
+    assert len(again) == len(first) == len(_expected(paths))
+    assert again.files == first.files and again._files.opened == 0
+    assert again[-1] == _expected(paths)[-1] and again._files.opened == 1
+    assert list(again) == _expected(paths) and again[[3, 0, -2]] == first[[3, 0, -2]]
+
+
+def test_a_member_changed_before_the_reopen_is_opened_at_once(tmp_path: Path) -> None:
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    with open(paths[7], "a") as f:
+        f.write('{"file": 7, "i": "appended"}\n')
+    Path(paths[9]).write_text('{"file": 9, "i": "rewritten"}\n')
+    again = JSONLDataset(paths)
+    assert again._files.opened == 2
+    assert list(again) == _expected(paths)
+    third = JSONLDataset(paths)  # the manifest was written again: nothing to open now
+    assert third._files.opened == 0 and len(third) == len(again)
+
+
+@pytest.mark.parametrize("change", ["same count", "other count", "replaced"])
+def test_a_member_changed_after_the_open_is_never_read(tmp_path: Path, change: str) -> None:
+    paths = _corpus(tmp_path, sizes=[2] * FILES)
+    JSONLDataset(paths)
+    ds = JSONLDataset(paths)
+    new = '{"file": 4, "i": "x"}\n' * (2 if change == "same count" else 3)
+    if change == "replaced":
+        Path(paths[4] + ".new").write_text(new)
+        os.replace(paths[4] + ".new", paths[4])
+    else:
+        Path(paths[4]).write_text(new)
+    with pytest.raises(StaleDataError, match=re.escape(f"{paths[4]} changed after the dataset was opened")):
+        ds[8]
+    assert ds[10] == {"file": 5, "i": 0}  # the other files still read
+    assert JSONLDataset(paths)[8] == {"file": 4, "i": "x"}  # a new open sees the new version
+
+
+def test_a_missing_member_fails_the_open_naming_it(tmp_path: Path) -> None:
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    os.unlink(paths[3])
+    with pytest.raises(DataFileError, match=r"part-0003\.jsonl"):
+        JSONLDataset(paths)
+
+
+def test_a_lost_index_is_built_at_the_first_read(tmp_path: Path) -> None:
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    for index in glob.glob(str(tmp_path / "*.index.npy")):
+        os.unlink(index)
+    ds = JSONLDataset(paths)
+    assert ds._files.opened == 0 and list(ds) == _expected(paths)
+    assert len(glob.glob(str(tmp_path / "*.index.npy"))) == FILES
+
+
+def test_a_damaged_manifest_is_ignored_with_a_warning_and_written_again(tmp_path: Path) -> None:
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    (manifest,) = _manifests()
+    blob = bytearray(Path(manifest).read_bytes())
+    blob[-3] ^= 0xFF  # a record count, under the CRC-32
+    Path(manifest).write_bytes(bytes(blob))
+    with pytest.warns(ArtifactWarning, match="checksum does not match"):
+        ds = JSONLDataset(paths)
+    assert ds._files.opened == FILES and list(ds) == _expected(paths)
+    assert JSONLDataset(paths)._files.opened == 0
+
+
+def test_a_pickled_dataset_opens_its_members_in_the_receiver(tmp_path: Path) -> None:
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    ds = JSONLDataset(paths)
+    ds[0]
+    copy = pickle.loads(pickle.dumps(ds.shuffle(seed=1)))
+    assert copy._files.opened == 1
+    assert sorted(copy, key=lambda r: (r["file"], r["i"])) == _expected(paths)
+
+
+def test_relative_paths_from_another_directory_are_another_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, size in (("a", 1), ("b", 2)):
+        (tmp_path / name).mkdir()
+        _corpus(tmp_path / name, sizes=[size] * FILES)
+    names = [f"part-{k:04d}.jsonl" for k in range(FILES)]
+    for name, size in (("a", 1), ("b", 2), ("a", 1), ("b", 2)):
+        monkeypatch.chdir(tmp_path / name)
+        assert len(JSONLDataset(names)) == size * FILES
+    assert len(_manifests()) == 2
+
+
+def test_small_datasets_and_zip_members_have_no_manifest(tmp_path: Path) -> None:
+    few = _corpus(tmp_path, files=MANIFEST_MIN_FILES - 1)
+    JSONLDataset(few)
+    JSONLDataset(few)
+    archive = tmp_path / "parts.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for k in range(FILES):
+            z.writestr(f"p{k:03d}.jsonl", f"[{k}]\n")
+    assert JSONLDataset(archive)[-1] == [FILES - 1]
+    assert not _manifests()
