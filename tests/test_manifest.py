@@ -1,5 +1,7 @@
-"""Corpus manifests (sjsonl.data.manifest, sjsonl.data.members): a reopen of many files opens none of them
-until it is read, and never counts or reads a record of a version other than the one opened."""
+"""Corpus manifests (sjsonl.data.manifest, sjsonl.data.members, sjsonl.index.adopted): a first open of many
+small files writes no index file a file, a reopen opens none of them until it is read, and neither ever
+counts or reads a record of a version other than the one opened. Each test runs twice: with small files
+(offsets in the manifest) and with every file over the small-file size (an index file each)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,24 @@ from pathlib import Path
 import pytest
 
 from sjsonl import JSONLDataset
+from sjsonl.data import members
 from sjsonl.data.manifest import MANIFEST_MAGIC, MANIFEST_MIN_FILES
 from sjsonl.data.members import LazyMembers
 from sjsonl.errors import ArtifactWarning, DataFileError, StaleDataError
 
 FILES = MANIFEST_MIN_FILES + 6
+
+
+@pytest.fixture(autouse=True, params=["small files", "index files"])
+def kept(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Where the members' offsets are kept: in the manifest, or (no file small enough) index files."""
+    if request.param == "index files":
+        monkeypatch.setattr(members, "SMALL_FILE_BYTES", -1)
+    return str(request.param)
+
+
+def _index_files(d: Path) -> list[str]:
+    return glob.glob(str(d / "*.index.*"))
 
 
 def _corpus(d: Path, files: int = FILES, sizes: list[int] | None = None) -> list[str]:
@@ -40,10 +55,12 @@ def _manifests() -> list[str]:
     return glob.glob(os.path.join(os.environ["XDG_CACHE_HOME"], "sjsonl", "corpora", "*.manifest"))
 
 
-def test_a_reopen_opens_no_file_until_it_is_read(tmp_path: Path) -> None:
+def test_a_reopen_opens_no_file_until_it_is_read(tmp_path: Path, kept: str) -> None:
     paths = _corpus(tmp_path)
     first = JSONLDataset(paths)
-    assert not isinstance(first._files, LazyMembers) or first._files.opened == FILES
+    assert isinstance(first._files, LazyMembers)
+    assert first._files.opened == (0 if kept == "small files" else FILES)
+    assert len(_index_files(tmp_path)) == (0 if kept == "small files" else FILES)
     (manifest,) = _manifests()
     assert Path(manifest).read_bytes()[:8] == MANIFEST_MAGIC
     again = JSONLDataset(paths)
@@ -52,19 +69,19 @@ def test_a_reopen_opens_no_file_until_it_is_read(tmp_path: Path) -> None:
     assert again.files == first.files and again._files.opened == 0
     assert again[-1] == _expected(paths)[-1] and again._files.opened == 1
     assert list(again) == _expected(paths) and again[[3, 0, -2]] == first[[3, 0, -2]]
+    assert list(first) == _expected(paths)
 
 
-def test_a_member_changed_before_the_reopen_is_opened_at_once(tmp_path: Path) -> None:
+def test_a_member_changed_before_the_reopen_is_read_again_at_once(tmp_path: Path) -> None:
     paths = _corpus(tmp_path)
     JSONLDataset(paths)
     with open(paths[7], "a") as f:
         f.write('{"file": 7, "i": "appended"}\n')
     Path(paths[9]).write_text('{"file": 9, "i": "rewritten"}\n')
     again = JSONLDataset(paths)
-    assert again._files.opened == 2
     assert list(again) == _expected(paths)
     third = JSONLDataset(paths)  # the manifest was written again: nothing to open now
-    assert third._files.opened == 0 and len(third) == len(again)
+    assert third._files.opened == 0 and len(third) == len(again) and list(third) == _expected(paths)
 
 
 @pytest.mark.parametrize("change", ["same count", "other count", "replaced"])
@@ -92,14 +109,14 @@ def test_a_missing_member_fails_the_open_naming_it(tmp_path: Path) -> None:
         JSONLDataset(paths)
 
 
-def test_a_lost_index_is_built_at_the_first_read(tmp_path: Path) -> None:
+def test_a_lost_index_is_built_at_the_first_read(tmp_path: Path, kept: str) -> None:
     paths = _corpus(tmp_path)
     JSONLDataset(paths)
-    for index in glob.glob(str(tmp_path / "*.index.npy")):
+    for index in _index_files(tmp_path):
         os.unlink(index)
     ds = JSONLDataset(paths)
     assert ds._files.opened == 0 and list(ds) == _expected(paths)
-    assert len(glob.glob(str(tmp_path / "*.index.npy"))) == FILES
+    assert len(_index_files(tmp_path)) == (0 if kept == "small files" else FILES)
 
 
 def test_a_damaged_manifest_is_ignored_with_a_warning_and_written_again(tmp_path: Path) -> None:
@@ -111,8 +128,8 @@ def test_a_damaged_manifest_is_ignored_with_a_warning_and_written_again(tmp_path
     Path(manifest).write_bytes(bytes(blob))
     with pytest.warns(ArtifactWarning, match="checksum does not match"):
         ds = JSONLDataset(paths)
-    assert ds._files.opened == FILES and list(ds) == _expected(paths)
-    assert JSONLDataset(paths)._files.opened == 0
+    assert list(ds) == _expected(paths)
+    assert JSONLDataset(paths)._files.opened == 0 and len(_manifests()) == 1
 
 
 def test_a_pickled_dataset_opens_its_members_in_the_receiver(tmp_path: Path) -> None:
@@ -148,3 +165,51 @@ def test_small_datasets_and_zip_members_have_no_manifest(tmp_path: Path) -> None
             z.writestr(f"p{k:03d}.jsonl", f"[{k}]\n")
     assert JSONLDataset(archive)[-1] == [FILES - 1]
     assert not _manifests()
+
+
+def test_small_files_get_the_index_builds_offsets(shared_data: Path, kept: str) -> None:
+    """The offsets kept for a small file are an index build's, on every real file (CRLF, blank lines, no
+    final newline, a BOM, a 2 MB line: the files over the small-file size are opened as before)."""
+    from sjsonl.data.document import is_json_name
+    from sjsonl.index.build import build_offsets
+    from sjsonl.storage import open_storage
+
+    from .test_real_files import shared_data_files
+
+    files = [str(p) for p in shared_data_files(shared_data)]
+    paths = (files * (MANIFEST_MIN_FILES // len(files) + 1))[: max(MANIFEST_MIN_FILES, len(files))]
+    ds = JSONLDataset(paths)
+    for k, path in enumerate(paths[: len(files)]):
+        built, _stamp = build_offsets(open_storage(path))
+        assert ds._files[k].offsets.tolist() == built.tolist(), path
+        small = kept == "small files" and os.path.getsize(path) <= (1 << 20) and not is_json_name(path)
+        assert (ds._files[k].index_path is None) == small, path  # (a .json file may be a document)
+    again = JSONLDataset(paths)
+    assert [again[i] for i in range(0, len(ds), 97)] == [ds[i] for i in range(0, len(ds), 97)]
+
+
+def test_offsets_are_adopted_only_for_the_bytes_they_came_from(tmp_path: Path) -> None:
+    from sjsonl.index.adopted import adopt_offsets, scan_small_file
+    from sjsonl.storage import open_storage
+
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf[1]\r\n\n  \n[22]\n[3]")
+    offsets, size, crc = scan_small_file(path)
+    assert offsets.tolist() == [3, 12, 17] and size == path.stat().st_size
+    assert adopt_offsets(open_storage(path), offsets, size, crc).offsets.tolist() == [3, 12, 17]
+    path.write_bytes(b"\xef\xbb\xbf[1]\r\n\n  \n[2]\n\n[3]")  # as long, other bytes: the CRC-32 tells
+    with pytest.raises(StaleDataError, match="changed after the dataset was opened"):
+        adopt_offsets(open_storage(path), offsets, size, crc)
+
+
+def test_a_member_that_is_no_small_json_lines_file_is_opened_and_explained(tmp_path: Path) -> None:
+    import gzip
+
+    paths = _corpus(tmp_path)
+    Path(paths[5]).write_bytes(gzip.compress(b"[1]\n"))  # compressed bytes under a .jsonl name
+    with pytest.raises(DataFileError, match=r"part-0005\.jsonl"):
+        JSONLDataset(paths)
+    Path(paths[5]).write_text("[5]\n")
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    with pytest.raises(DataFileError, match=r"fifo\.jsonl"):
+        JSONLDataset([*paths, str(tmp_path / "fifo.jsonl")])

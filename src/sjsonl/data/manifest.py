@@ -1,19 +1,24 @@
-"""Corpus manifests: what a reopen of many files needs — each member's identity and record count — in one
-verified file, so that a reopen costs one ``stat`` a file and no index is opened until its file is read.
+"""Corpus manifests: what a reopen of many files needs — each member's identity and record count, and the
+offsets of its small files — in one verified file, so that a reopen costs one ``stat`` a file and no file is
+opened until it is read.
 
 A :class:`~sjsonl.JSONLDataset` of :data:`MANIFEST_MIN_FILES` or more local files keeps one manifest in the
 private cache (``$XDG_CACHE_HOME/sjsonl/corpora/``), named by a hash of the list of paths (and of the working
 directory, when a path is relative) and of ``field=``. It is a sidecar container
 (:mod:`sjsonl.storage.sidecar`: magic ``SJSONLcm``, CRC-32, key digest, trusted only when owned by this user
-in a directory no one else can write) whose body is one int64 row per member: size, mtime and ctime in
-nanoseconds, device, inode — the member's ``stat`` when it was indexed — and its record count.
+in a directory no one else can write) whose body is one int64 row per member — size, mtime and ctime in
+nanoseconds, device, inode (the member's ``stat`` when it was indexed), its record count, and for a small
+JSON Lines file (:data:`~sjsonl.index.adopted.SMALL_FILE_BYTES`) the CRC-32 of its bytes and where its
+offsets start in the uint32 offsets that follow the rows (``-1`` both for a file with an index file of its
+own).
 
 A member is taken from the manifest only when its ``stat`` now is the row's, field for field; any other
-member (new, grown, rewritten, replaced, unreadable) is opened as before, its index found, extended or
-built, and the manifest written again. A member taken from the manifest is opened at its first read, its
-index checked then as every index is, and its record count compared with the manifest's: a file that
-changed in between — within the clock tick of its times, say — raises
-:class:`~sjsonl.errors.StaleDataError` there, never a record counted from another version.
+member (new, grown, rewritten, replaced, unreadable) is scanned or opened as before, and the manifest
+written again. A member taken from the manifest is opened at its first read — its index file found and
+checked then, or its offsets adopted after the CRC-32 of its bytes matched
+(:func:`~sjsonl.index.adopted.adopt_offsets`) — and its record count and ``stat`` compared with the
+manifest's: a file that changed in between raises :class:`~sjsonl.errors.StaleDataError` there, never a
+record counted or located in another version.
 
 Remote files and zip members have no manifest: a ``stat`` of them is a request or a read of the archive's
 directory (their datasets open every member, as before).
@@ -23,10 +28,11 @@ Example:
     >>> paths = [os.path.join(tempfile.mkdtemp(), "a.jsonl")]
     >>> _ = open(paths[0], "w").write("1\\n2\\n")
     >>> key = manifest_key(paths, None)
-    >>> rows = stat_rows(paths)
-    >>> write_manifest(key, rows, np.array([2]))
+    >>> rows = new_rows(stat_rows(paths))
+    >>> rows[0, COUNT] = 2
+    >>> write_manifest(key, rows, np.zeros(0, dtype=np.uint32))
     True
-    >>> read_manifest(key, 1)[:, -1].tolist()      # the record counts
+    >>> read_manifest(key, 1)[0][:, COUNT].tolist()      # the record counts
     [2]
 """
 
@@ -46,14 +52,17 @@ from sjsonl.storage.sidecar import read_sidecar, write_sidecar
 from sjsonl.storage.trust import private_cache_root
 
 __all__ = [
-    "MANIFEST_MAGIC", "MANIFEST_MIN_FILES", "manifest_key", "read_manifest", "stat_rows", "write_manifest"
+    "COUNT", "CRC", "MANIFEST_MAGIC", "MANIFEST_MIN_FILES", "START", "STAT", "manifest_key", "new_rows",
+    "read_manifest", "stat_row", "stat_rows", "write_manifest",
 ]  # fmt: skip
 
 MANIFEST_MAGIC = b"SJSONLcm"
 #: Datasets of fewer files open every member at once (a manifest would save them little, and fill the cache).
 MANIFEST_MIN_FILES = 64
-_VERSION = 1
-_STAT_COLUMNS = 5  # size, mtime_ns, ctime_ns, device, inode
+_VERSION = 2
+STAT = slice(0, 5)  #: a row's stat: size, mtime_ns, ctime_ns, device, inode
+COUNT, CRC, START = 5, 6, 7  #: a row's record count, and a small file's CRC-32 and first offset (or -1)
+_COLUMNS = 8
 _MISSING = -1  # a stat row of a path that could not be stat'ed: never equal to a stored row
 
 
@@ -80,49 +89,63 @@ def _manifest_path(key: dict[str, Any]) -> str:
     return os.path.join(private_cache_root(), "corpora", f"{name}.manifest")
 
 
+def stat_row(path: str | os.PathLike[str]) -> tuple[int, ...]:
+    """Size, mtime_ns, ctime_ns, device, inode of the file ``path`` names now (symlinks followed; all ``-1``
+    where it cannot be stat'ed)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return (_MISSING,) * STAT.stop
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
+
+
 def stat_rows(paths: Sequence[str | os.PathLike[str]]) -> np.ndarray:
-    """One row a path: size, mtime_ns, ctime_ns, device, inode of the file it names now (symlinks followed;
-    all ``-1`` where it cannot be stat'ed)."""
-    rows = np.full((len(paths), _STAT_COLUMNS), _MISSING, dtype=np.int64)
-    stats = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except (OSError, ValueError):
-            stats.append((_MISSING,) * _STAT_COLUMNS)
-            continue
-        stats.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino))
-    if stats:
-        rows[:] = stats
+    """:func:`stat_row` of each path, as an int64 array."""
+    rows = np.full((len(paths), STAT.stop), _MISSING, dtype=np.int64)
+    if len(paths):
+        rows[:] = [stat_row(p) for p in paths]
     return rows
 
 
-def read_manifest(key: dict[str, Any], members: int) -> np.ndarray | None:
-    """The verified rows of the manifest under ``key`` (``members`` × 6: the stat row and the record count),
-    or ``None``: none saved, saved for other paths, or failing a check (then ignored with one
+def new_rows(stat: np.ndarray) -> np.ndarray:
+    """Manifest rows for members with these ``stat`` rows: no records counted, no offsets kept yet."""
+    rows = np.full((len(stat), _COLUMNS), -1, dtype=np.int64)
+    rows[:, STAT] = stat
+    rows[:, COUNT] = 0
+    return rows
+
+
+def read_manifest(key: dict[str, Any], members: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The verified rows (``members`` × 8) and small files' offsets of the manifest under ``key``, or
+    ``None``: none saved, saved for other paths, or failing a check (then ignored with one
     :class:`~sjsonl.errors.ArtifactWarning`)."""
 
-    def check(body: memoryview) -> np.ndarray:
-        if len(body) != members * (_STAT_COLUMNS + 1) * 8:
-            raise ValueError(f"it holds {len(body)} bytes, not {members} members' rows")
-        rows = np.frombuffer(body, dtype="<i8").reshape(members, _STAT_COLUMNS + 1)
-        if members and int(rows[:, -1].min()) < 0:
+    def check(body: memoryview) -> tuple[np.ndarray, np.ndarray]:
+        head = members * _COLUMNS * 8
+        if len(body) < head or (len(body) - head) % 4:
+            raise ValueError(f"it holds {len(body)} bytes, which are not {members} members' rows and offsets")
+        rows = np.frombuffer(body, dtype="<i8", count=members * _COLUMNS).reshape(members, _COLUMNS)
+        offsets = np.frombuffer(body, dtype="<u4", offset=head)
+        counts, kept = rows[:, COUNT], rows[:, START] >= 0
+        if members and int(counts.min()) < 0:
             raise ValueError("it holds a negative record count")
-        return rows
+        if kept.any() and int((rows[kept, START] + counts[kept]).max()) > len(offsets):
+            raise ValueError("a member's offsets run past the offsets it holds")
+        return rows.copy(), offsets.copy()
 
-    found = read_sidecar(_manifest_path(key), MANIFEST_MAGIC, key, check)
-    return None if found is None else np.array(found, dtype=np.int64)
+    return read_sidecar(_manifest_path(key), MANIFEST_MAGIC, key, check)  # type: ignore[no-any-return]
 
 
-def write_manifest(key: dict[str, Any], stat: np.ndarray, counts: np.ndarray) -> bool:
-    """Save the manifest of members with these ``stat`` rows and record ``counts``; ``False`` where the
-    cache cannot be written (the next open then opens every member, as without one). Not fsynced: a
-    manifest torn by a crash of the system fails its CRC-32 and is rebuilt."""
-    rows = np.column_stack([stat, counts]).astype("<i8")
+def write_manifest(key: dict[str, Any], rows: np.ndarray, offsets: np.ndarray) -> bool:
+    """Save the manifest of members with these ``rows`` (see :func:`new_rows`) and small files' ``offsets``;
+    ``False`` where the cache cannot be written (the next open then scans or opens every member, as
+    without one). Not fsynced: a manifest torn by a crash of the system fails its CRC-32 and is rebuilt."""
     path = _manifest_path(key)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     except OSError:
         return False
     with write_batch():
-        return write_sidecar(path, MANIFEST_MAGIC, key, np.ascontiguousarray(rows))
+        return write_sidecar(
+            path, MANIFEST_MAGIC, key, np.ascontiguousarray(rows, "<i8"), np.ascontiguousarray(offsets, "<u4")
+        )

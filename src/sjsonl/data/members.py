@@ -1,10 +1,11 @@
-"""The files of a dataset: every one opened at once, or — for a corpus of many local files with a
-:mod:`manifest <sjsonl.data.manifest>` — each at its first read, its record count known before.
+"""The files of a dataset: every one opened at once, or — for a corpus of many local files, with a
+:mod:`manifest <sjsonl.data.manifest>` — each at its first read, the record counts known before.
 
-:func:`open_members` is what :class:`~sjsonl.JSONLDataset` opens its files with. A reopen of many files that
-have not changed since their manifest was written is one ``stat`` a file: no index is opened, mapped or
-checked until a record of its file is read (the first read of a file costs its open, ~0.2 ms for a small
-one). Any member that changed is opened at once, as every member of a smaller dataset is.
+:func:`open_members` is what :class:`~sjsonl.JSONLDataset` opens its files with. A first open of many files
+scans each small JSON Lines file once and keeps its offsets in the manifest
+(:mod:`sjsonl.index.adopted`: no index file a file), and opens the others as every file is opened (their
+index found, extended or built). A reopen of files that have not changed since is one ``stat`` a file: no
+file is opened until a record of it is read. A file that changed is scanned or opened again at once.
 
 Example:
     >>> import os, tempfile
@@ -12,14 +13,17 @@ Example:
     >>> paths = [os.path.join(d, f"part{k:03d}.jsonl") for k in range(100)]
     >>> for k, p in enumerate(paths):
     ...     _ = open(p, "w").write(f'{{"part": {k}}}\\n' * 2)
-    >>> first = open_members(paths)            # indexes built; the manifest written
-    >>> again = open_members(paths)            # stat only
+    >>> first = open_members(paths)            # each file scanned; the manifest written
+    >>> again = open_members(paths)            # a stat a file
     >>> member_counts(again)[:3].tolist(), again.opened, again[99].record(1), again.opened
     ([2, 2, 2], 0, {'part': 99}, 1)
+    >>> sorted(os.listdir(d))[:2]              # no index file beside small files
+    ['part000.jsonl', 'part001.jsonl']
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import threading
@@ -28,12 +32,26 @@ from typing import Any, overload
 
 import numpy as np
 
-from sjsonl.data.document import open_data_file, open_data_files
-from sjsonl.data.manifest import MANIFEST_MIN_FILES, manifest_key, read_manifest, stat_rows, write_manifest
+from sjsonl.data.document import is_json_name, open_data_file, open_data_files
+from sjsonl.data.manifest import (
+    COUNT,
+    CRC,
+    MANIFEST_MIN_FILES,
+    START,
+    STAT,
+    manifest_key,
+    new_rows,
+    read_manifest,
+    stat_row,
+    stat_rows,
+    write_manifest,
+)
 from sjsonl.data.source import IndexedFile
 from sjsonl.errors import StaleDataError
+from sjsonl.index.adopted import SMALL_FILE_BYTES, adopt_offsets, scan_small_file
 from sjsonl.storage.atomic import write_batch
-from sjsonl.storage.base import resolve_path
+from sjsonl.storage.base import resolve_path, suffix_of
+from sjsonl.storage.formats import format_of_name
 from sjsonl.storage.zip import expand_archives
 
 __all__ = ["LazyMembers", "member_counts", "member_paths", "open_members"]
@@ -47,14 +65,15 @@ class LazyMembers(Sequence[IndexedFile]):
     def __init__(
         self,
         paths: Sequence[str | os.PathLike[str]],
-        stat: np.ndarray,
-        counts: np.ndarray,
+        rows: np.ndarray,
+        offsets: np.ndarray,
         opened: dict[int, IndexedFile],
         options: dict[str, Any],
     ) -> None:
         self._paths = list(paths)
-        self._stat = stat  # each file's stat row when the dataset was opened (sjsonl.data.manifest)
-        self.counts = counts  #: each file's record count, as the manifest (or its open) gave it
+        self._rows = rows  # each file's manifest row as of the dataset's open (sjsonl.data.manifest)
+        self._offsets = offsets  # small files' offsets, where their rows say
+        self.counts = rows[:, COUNT]  #: each file's record count
         self._opened = opened
         self._options = options
         self._lock = threading.Lock()
@@ -92,11 +111,15 @@ class LazyMembers(Sequence[IndexedFile]):
         # The file must be the one the dataset was opened on, as if it had been opened then: its stat after
         # the open (which pinned a version) is the one taken at the dataset's open, and its count the one
         # the manifest gave. A file changed in between raises, as a pinned file changed under a reader does.
-        f = open_data_file(self._paths[k], defer_verify=True, **self._options)
-        now = stat_rows([self._paths[k]])[0]
-        if len(f) != int(self.counts[k]) or not np.array_equal(now, self._stat[k]):
+        row = self._rows[k]
+        index_from = None
+        if row[START] >= 0:  # a small file: its offsets, adopted for its bytes if they are the ones scanned
+            kept = self._offsets[row[START] : row[START] + row[COUNT]]
+            index_from = functools.partial(adopt_offsets, offsets=kept, size=int(row[0]), crc=int(row[CRC]))
+        f = open_data_file(self._paths[k], defer_verify=True, index_from=index_from, **self._options)
+        if len(f) != int(row[COUNT]) or stat_row(self._paths[k]) != tuple(row[STAT].tolist()):
             raise StaleDataError(
-                f"{f.path} changed after the dataset was opened (it held {int(self.counts[k])} records then, "
+                f"{f.path} changed after the dataset was opened (it held {int(row[COUNT])} records then, "
                 f"{len(f)} now); open the dataset again"
             )
         return f
@@ -137,7 +160,7 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
     """The data files at ``paths`` (``options`` as :func:`~sjsonl.data.document.open_data_files` takes
     them): a list of every one opened, or — for :data:`~sjsonl.data.manifest.MANIFEST_MIN_FILES` local
     files or more, their indexes built when missing — :class:`LazyMembers` opening at first read those that
-    match the corpus manifest, the others opened now (and the manifest written again)."""
+    match the corpus manifest, the others scanned or opened now (and the manifest written again)."""
     expanded = expand_archives(paths)
     key = None
     if len(expanded) >= MANIFEST_MIN_FILES and options.get("build_index_on_load", True):
@@ -147,18 +170,57 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
     stat = stat_rows(expanded)
     stored = read_manifest(key, len(expanded))
     if stored is None:
-        counts, fresh = np.zeros(len(expanded), dtype=np.int64), np.zeros(len(expanded), dtype=bool)
+        rows, offsets = new_rows(stat), np.zeros(0, dtype=np.uint32)
+        changed = list(range(len(expanded)))
     else:
-        counts, fresh = stored[:, -1].copy(), (stored[:, :-1] == stat).all(axis=1)
-    changed = np.flatnonzero(~fresh).tolist()
+        rows, offsets = stored
+        changed = np.flatnonzero(~(rows[:, STAT] == stat).all(axis=1)).tolist()
     opened: dict[int, IndexedFile] = {}
     if changed:
+        rows[changed] = new_rows(stat[changed])
+        scanned: list[np.ndarray] = []
+        end = len(offsets)  # where the next small file's offsets go
         with write_batch():  # (as open_data_files: each directory swept of temp files once)
             for k in changed:
-                opened[k] = open_data_file(expanded[k], defer_verify=True, **options)
-                counts[k] = len(opened[k])
-        # A file that changed while it was opened must not match its row next time.
-        after = stat_rows([expanded[k] for k in changed])
-        stat[changed] = np.where((after == stat[changed]).all(axis=1, keepdims=True), after, -1)
-        write_manifest(key, stat, counts)
-    return LazyMembers(expanded, stat, counts, opened, options)
+                small = _scan_small(expanded[k], stat[k], options)
+                if small is not None:
+                    starts, rows[k, CRC] = small
+                    rows[k, COUNT], rows[k, START] = len(starts), end
+                    scanned.append(starts)
+                    end += len(starts)
+                    continue
+                f = opened[k] = open_data_file(expanded[k], defer_verify=True, **options)
+                rows[k, COUNT] = len(f)
+                if stat_row(expanded[k]) != tuple(stat[k].tolist()):
+                    rows[k, STAT] = -1  # changed while it was opened: never taken from the manifest
+        rows, offsets = _compacted(rows, np.concatenate([offsets, *scanned]))
+        write_manifest(key, rows, offsets)
+    return LazyMembers(expanded, rows, offsets, opened, options)
+
+
+def _scan_small(
+    path: str | os.PathLike[str], stat: np.ndarray, options: dict[str, Any]
+) -> tuple[np.ndarray, int] | None:
+    """A small JSON Lines file's (record starts, CRC-32 of its bytes), or ``None``: any other file, one
+    whose options ask for an index file, or one that changed while it was read (opened as usual)."""
+    if not 0 <= stat[0] <= SMALL_FILE_BYTES or options.get("index_dir") is not None or options.get("compact"):
+        return None
+    if format_of_name(suffix_of(os.fspath(path))) is not None or is_json_name(path):
+        return None  # compressed, or a JSON document
+    try:
+        starts, size, crc = scan_small_file(path)
+    except (OSError, ValueError):
+        return None  # the usual open explains it (or serves it)
+    if size != stat[0] or stat_row(path) != tuple(stat.tolist()):
+        return None
+    return starts, crc
+
+
+def _compacted(rows: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``offsets`` holding only what ``rows`` point at, in row order (a changed file's old offsets gone)."""
+    kept = np.flatnonzero(rows[:, START] >= 0)
+    starts, counts = rows[kept, START], rows[kept, COUNT]
+    firsts = np.cumsum(counts) - counts  # where each kept file's offsets go
+    take = np.arange(int(counts.sum())) - np.repeat(firsts, counts) + np.repeat(starts, counts)
+    rows[kept, START] = firsts
+    return rows, offsets[take]

@@ -29,6 +29,7 @@ from sjsonl.data.readahead import read_many_ahead, spans_ahead
 from sjsonl.errors import IndexFileError, RecordDecodeError, RecordFieldError, SJSONLError, StaleDataError
 from sjsonl.index import line_number_at, load_or_build_index
 from sjsonl.index.background import BackgroundCheck
+from sjsonl.index.layout import LoadedIndex
 from sjsonl.index.packed import Offsets, PackedOffsets, prefix_crc32
 from sjsonl.index.store import read_index
 from sjsonl.records.decode import DECODE_ERRORS, FieldMismatch, excerpt, fast_loads, second_look
@@ -169,6 +170,7 @@ class IndexedFile:
         compact: bool | None = None,
         allow_nan: bool = True,
         appends: str = "verify",
+        index_from: Callable[[Storage], LoadedIndex] | None = None,
     ) -> None:
         self.storage = open_storage(path, storage_options, mmap=mmap)
         self.allow_nan = allow_nan  # NaN/Infinity/-Infinity read as floats (json.loads), or refused
@@ -181,9 +183,12 @@ class IndexedFile:
             compact=compact,  # a compact index file (sjsonl.index.packed): True, False, or None (by size)
             appends=appends,  # "trust": a file that grew is checked in O(1) (sjsonl.index.leaves)
         )
-        loaded = load_or_build_index(
-            self.storage, build=build_index_on_load, defer_verify=defer_verify, **self._index_args
-        )
+        if index_from is not None:  # offsets kept elsewhere (a corpus manifest: sjsonl.index.adopted)
+            loaded = index_from(self.storage)
+        else:
+            loaded = load_or_build_index(
+                self.storage, build=build_index_on_load, defer_verify=defer_verify, **self._index_args
+            )
         self.layout = loaded.layout  # "": lines; else the elements of a JSON document (sjsonl.data.document)
         self.index_origin = loaded.origin  # "found", "extended" (after an append) or "built"
         # An index whose O(records) checks were deferred is mapped and checked on first use (.offsets)

@@ -204,7 +204,8 @@ class _ChunkScanner:
             starts += lo + 1  # a line starts one past each newline
         if lo <= self.first < hi:  # the first line has no newline before it (a chunk may be < the BOM)
             starts = np.concatenate((np.array([self.first], dtype=starts.dtype), starts))
-            suspects = -1  # (its first byte was not looked at)
+            if bytes(data[self.first - lo : self.first - lo + 1]) in _SUSPECTS:
+                suspects = -1  # (the count did not look at its first byte)
         if len(starts) and starts[-1] >= self.size:
             starts = starts[:-1]  # the file's final newline starts nothing
         if suspects != 0 or (len(starts) and starts[-1] == hi and self.peek(hi, hi + 1) in _SUSPECTS):
@@ -331,6 +332,11 @@ def _scan_parallel(
     if size <= start:
         return np.empty(0, dtype=dtype)
     scanner = _ChunkScanner(peek, size, dtype, chunk_bytes, load)
+    if size - start <= chunk_bytes:  # one chunk (a small file): no pool, no growing buffer
+        found_one = scanner((start, size))
+        if on_progress is not None:
+            on_progress(size - start)
+        return found_one
     chunks = [(lo, min(lo + chunk_bytes, size)) for lo in range(start, size, chunk_bytes)]
     workers = min(workers or default_workers(), len(chunks))
     found = OffsetsBuffer(dtype)
