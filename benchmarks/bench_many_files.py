@@ -1,23 +1,23 @@
-"""Many small files: the first open (every index built and written) and a reopen, against indexing the same
-records in one file and against reading every file once.
+"""Many small files: the first open, a reopen, and a pass over every file, against indexing the same records
+in one file and against reading every file once.
 
 N files of 20 short records each (``sjsonl.sample.write_corpus``, cut into files of 20 lines; N = 10,000 and
 100,000; ``--quick``: 500 and 2,000) in one directory, and the same records concatenated in one file. Each
-measurement is ``JSONLDataset(sorted(paths))`` in a fresh process (its module state — indexes checked,
-directories swept — starts empty; the data is in the page cache; its private cache, where the corpus
-manifest goes, a directory of the run's own):
+measurement is ``JSONLDataset(sorted(paths))`` in a fresh process (its module state starts empty; the data
+is in the page cache; its private cache, where the corpus manifest goes, a directory of the run's own):
 
-- the first open, with no index and no manifest on disk (both deleted before each run);
-- a reopen that finds the manifest (``sjsonl.data.manifest``): one ``stat`` a file, no index opened;
-- a reopen without the manifest (deleted before it): every index found, opened and checked — what every
-  reopen cost before the manifest;
+- the first open, with no manifest (deleted before each run): each small file scanned once, its offsets
+  kept in the manifest (``sjsonl.data.manifest``, ``sjsonl.index.adopted``) — no index file a file;
+- a reopen that finds the manifest: one ``stat`` a file, no file opened;
+- a reopen, then the first record of every file read (``ds[0::20]``): each file opened at its first read,
+  its offsets adopted after the CRC-32 of its bytes matched — the per-file cost a reopen defers to the reads;
 - the baselines: the first open of the one file (its index deleted before each run), and ``cat`` of all the
   files into ``wc -l`` (one read of each file, in C: the floor of any first open that reads them).
 
 They take turns in each round, so drift hits them alike. The issue's goals (#31): a first open within 2x of
-indexing the same records in one file; a reopen of 100,000 files in <= 1 s. A file's first open has a fixed
-cost (open, stat, check the index's place, write the index: creating a file is ~0.1 ms on this machine's
-disk) that one large file pays once — the ratios say how far the per-file cost is from that.
+indexing the same records in one file; a reopen of 100,000 files in <= 1 s. The figures of the releases
+before the manifest (an index file written, then found, a file) are in git history: 10,000 files opened
+first in 13.7 s and reopened in 2.6 s, 100,000 in 111 s and 23.7 s.
 
     python benchmarks/bench_many_files.py [--quick]
 """
@@ -48,15 +48,18 @@ from sjsonl import JSONLDataset
 paths = sorted(glob.glob(sys.argv[1]))
 t0 = time.perf_counter()
 ds = JSONLDataset(paths if len(paths) > 1 else paths[0])
+if sys.argv[2:] == ["every-file"]:
+    firsts = ds[0 : len(ds) : int(sys.argv[3]) if len(sys.argv) > 3 else 20]
+    assert len(firsts) == len(paths)
 seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "records": len(ds), "last": ds[len(ds) - 1]}))
 """
 
 
-def _open(pattern: str, cache: str) -> dict:
+def _open(pattern: str, cache: str, *extra: str) -> dict:
     env = {**os.environ, "XDG_CACHE_HOME": cache}
-    done = subprocess.run([sys.executable, "-c", _OPEN, pattern], capture_output=True, text=True, check=True,
-                          env=env)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _OPEN, pattern, *extra], capture_output=True, text=True,
+                          check=True, env=env)  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -95,21 +98,18 @@ def _one(work: str, files: int, runs: int) -> list[dict]:
     cache = os.path.join(work, "cache")
     manifests = os.path.join(cache, "sjsonl", "corpora")
     pattern = os.path.join(many, "*.jsonl")
-    times: dict[str, list[float]] = {k: [] for k in ("one", "one_reopen", "cat", "first", "reopen", "bare")}
+    times: dict[str, list[float]] = {k: [] for k in ("one", "one_reopen", "cat", "first", "reopen", "every")}
     for _ in range(runs):
         _drop(os.path.dirname(whole))
         times["one"].append(_open(whole, cache)["seconds"])
         times["one_reopen"].append(_open(whole, cache)["seconds"])
         times["cat"].append(_cat_wc(many))
-        _drop(many)
         _drop(manifests, "*")
-        for key in ("first", "reopen", "bare"):
-            if key == "bare":
-                _drop(manifests, "*")
-            got = _open(pattern, cache)
+        for key in ("first", "reopen", "every"):
+            got = _open(pattern, cache, *(("every-file",) if key == "every" else ()))
             assert got["records"] == files * PER_FILE and got["last"] == last, "wrong records"
             times[key].append(got["seconds"])
-    assert len(glob.glob(os.path.join(many, "*.index.npy"))) == files
+    assert not glob.glob(os.path.join(many, "*.index.*")), "an index file beside a small file"
     assert not glob.glob(os.path.join(many, "*.tmp"))
     med = {k: statistics.median(v) for k, v in times.items()}
     shutil.rmtree(many)
@@ -118,7 +118,7 @@ def _one(work: str, files: int, runs: int) -> list[dict]:
         f"many_first_open_{files}",
         med["first"],
         "s",
-        what=f"first open of {n} (every index built and written; fresh process)",
+        what=f"first open of {n} (each file scanned once, the manifest written; fresh process)",
         median_of=runs,
         baseline="indexing the same records in one file",
         baseline_value=med["one"],
@@ -127,10 +127,8 @@ def _one(work: str, files: int, runs: int) -> list[dict]:
         f"many_reopen_{files}",
         med["reopen"],
         "s",
-        what=f"reopen of {n}, indexed, with its corpus manifest (fresh process)",
+        what=f"reopen of {n}, with its corpus manifest (fresh process)",
         median_of=runs,
-        baseline="the same reopen without the manifest (every index opened)",
-        baseline_value=med["bare"],
     )
     note = f"{files * PER_FILE:,} records; fresh process; {runs} runs"
 
@@ -146,14 +144,14 @@ def _one(work: str, files: int, runs: int) -> list[dict]:
         {"benchmark": n, "variant": "cat of every file into wc -l (one read of each)",
          "median": f"{med['cat']:.3f} s", "per file": per("cat"), "ratio": ratio("cat"),
          "note": "processes started included"},
-        {"benchmark": n, "variant": "first open (indexes built and written, manifest written)",
+        {"benchmark": n, "variant": "first open (each file scanned, the manifest written)",
          "median": f"{med['first']:.3f} s", "per file": per("first"), "ratio": ratio("first"), "note": note},
-        {"benchmark": n, "variant": "reopen with the corpus manifest (a stat a file)",
+        {"benchmark": n, "variant": "reopen (a stat a file; no file opened)",
          "median": f"{med['reopen']:.3f} s", "per file": per("reopen"), "ratio": ratio("reopen"),
-         "note": f"{med['bare'] / med['reopen']:.0f}x faster than without it"},
-        {"benchmark": n, "variant": "reopen without the manifest (every index opened)",
-         "median": f"{med['bare']:.3f} s", "per file": per("bare"), "ratio": ratio("bare"),
          "note": f"one file's reopen: {med['one_reopen'] * 1e3:.1f} ms"},
+        {"benchmark": n, "variant": "reopen, then the first record of every file",
+         "median": f"{med['every']:.3f} s", "per file": per("every"), "ratio": ratio("every"),
+         "note": "each file opened at its first read"},
     ]  # fmt: skip
 
 

@@ -10,6 +10,7 @@ import os
 import pickle
 import re
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -196,7 +197,10 @@ def test_offsets_are_adopted_only_for_the_bytes_they_came_from(tmp_path: Path) -
     path.write_bytes(b"\xef\xbb\xbf[1]\r\n\n  \n[22]\n[3]")
     offsets, size, crc = scan_small_file(path)
     assert offsets.tolist() == [3, 12, 17] and size == path.stat().st_size
-    assert adopt_offsets(open_storage(path), offsets, size, crc).offsets.tolist() == [3, 12, 17]
+    adopted = adopt_offsets(open_storage(path), offsets, size, crc)
+    assert adopted.offsets.tolist() == [3, 12, 17]
+    storage = open_storage(path)  # the stamp an index build would give these bytes
+    assert adopted.stamp == replace(storage.stamp(), content=storage.content_hash(size))
     path.write_bytes(b"\xef\xbb\xbf[1]\r\n\n  \n[2]\n\n[3]")  # as long, other bytes: the CRC-32 tells
     with pytest.raises(StaleDataError, match="changed after the dataset was opened"):
         adopt_offsets(open_storage(path), offsets, size, crc)

@@ -35,6 +35,8 @@ from sjsonl.errors import StaleDataError
 from sjsonl.index.layout import LoadedIndex
 from sjsonl.index.scan import scan_record_starts
 from sjsonl.storage import Storage
+from sjsonl.storage.base import fingerprint_of
+from sjsonl.storage.content import content_hash
 from sjsonl.storage.formats import HEAD_BYTES, sniff
 from sjsonl.storage.local import LocalFile
 
@@ -75,14 +77,16 @@ def adopt_offsets(storage: Storage, offsets: np.ndarray, size: int, crc: int) ->
     from — its size and the CRC-32 of its bytes — and the storage pinned to it."""
     if not isinstance(storage, LocalFile):
         raise TypeError(f"offsets can be adopted for a local file only, not {storage.path}")
-    stamp = storage.stamp()
+    stamp = storage.stamp(fingerprint=False)
     data = storage.read_unchecked(0, stamp.size) if stamp.size == size else b""
-    if stamp.size != size or zlib.crc32(data) != crc:
+    if stamp.size != size or len(data) != size or zlib.crc32(data) != crc:
         raise StaleDataError(
             f"{storage.path} changed after the dataset was opened ({size} bytes were scanned, it holds "
             f"{stamp.size} now, or other bytes); open the dataset again"
         )
-    stamp = replace(stamp, content=storage.content_hash(size))
+    # the stamp an index build gives these bytes, from the one read (not three)
+    fingerprint = fingerprint_of(lambda ranges: [data[lo:hi] for lo, hi in ranges], size)
+    stamp = replace(stamp, fingerprint=fingerprint, content=content_hash(lambda lo, hi: data[lo:hi], size))
     storage.pin(stamp)
     checksum = zlib.crc32(np.ascontiguousarray(offsets).data.cast("B"))
     return LoadedIndex(offsets, stamp, None, checksum, "", origin="found")
