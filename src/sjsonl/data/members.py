@@ -112,11 +112,14 @@ class LazyMembers(Sequence[IndexedFile]):
         # the open (which pinned a version) is the one taken at the dataset's open, and its count the one
         # the manifest gave. A file changed in between raises, as a pinned file changed under a reader does.
         row = self._rows[k]
-        index_from = None
+        options = self._options
         if row[START] >= 0:  # a small file: its offsets, adopted for its bytes if they are the ones scanned
             kept = self._offsets[row[START] : row[START] + row[COUNT]]
-            index_from = functools.partial(adopt_offsets, offsets=kept, size=int(row[0]), crc=int(row[CRC]))
-        f = open_data_file(self._paths[k], defer_verify=True, index_from=index_from, **self._options)
+            adopt = functools.partial(adopt_offsets, offsets=kept, size=int(row[0]), crc=int(row[CRC]))
+            # read with pread, not mapped: a process may hold only ~65,530 maps (vm.max_map_count), and a
+            # corpus of more small files than that is read whole in an epoch
+            options = {**options, "mmap": False, "index_from": adopt}
+        f = open_data_file(self._paths[k], defer_verify=True, **options)
         if len(f) != int(row[COUNT]) or stat_row(self._paths[k]) != tuple(row[STAT].tolist()):
             raise StaleDataError(
                 f"{f.path} changed after the dataset was opened (it held {int(row[COUNT])} records then, "
