@@ -57,6 +57,8 @@ KEYS = [
     "safe_reads.get_short",
     "core.first_open_short",
     "billion.open",
+    "many_files.many_first_open_100000",
+    "many_files.many_reopen_100000",
     "clusters.ray_count",
     "clusters.ray_pass",
     "packing.pack_first",
