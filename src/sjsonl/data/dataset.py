@@ -234,7 +234,8 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
 
     @property
     def index_paths(self) -> list[str | None]:
-        """Where each file's index lives (``None`` when it could not be saved)."""
+        """Where each file's index lives (``None`` when it could not be saved, or when the corpus manifest
+        keeps a small file's offsets: :mod:`sjsonl.data.manifest`)."""
         return [f.index_path for f in self._files]
 
     @property
