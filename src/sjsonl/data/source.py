@@ -126,6 +126,8 @@ def ends_lines(data: bytes, lo: int, span_ends: list[int], data_end: int) -> boo
         return True
     if len(data) <= last[-1]:
         return False
+    if len(last) <= 64:  # (a record or a merged few: indexing bytes beats a numpy round trip, ~10 µs)
+        return all(data[i] == 0x0A for i in last)
     view = np.frombuffer(data, dtype=np.uint8)
     return bool(np.all(view[last] == 0x0A))
 
@@ -466,7 +468,7 @@ class IndexedFile:
         out: list[Any] = [None] * len(starts)
         blobs = read_many_ahead(self, [(lo, hi) for lo, hi, _ in runs])
         for (lo, hi, members), blob in zip(runs, blobs):
-            span_ends = sorted(ends[k] for k in members)
+            span_ends = [ends[members[0]]] if len(members) == 1 else sorted(ends[k] for k in members)
             if not self.layout and not ends_lines(blob, lo, span_ends, self.end):
                 blob = self.read_spans(lo, hi, span_ends)
             spans = [(starts[k] - lo, ends[k] - lo) for k in members]
