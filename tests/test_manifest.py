@@ -175,6 +175,7 @@ def test_small_files_get_the_index_builds_offsets(shared_data: Path, kept: str) 
     """The offsets kept for a small file are an index build's, on every real file (CRLF, blank lines, no
     final newline, a BOM, a 2 MB line: the files over the small-file size are opened as before)."""
     from sjsonl.data.document import is_json_name
+    from sjsonl.index.adopted import SMALL_FILE_BYTES
     from sjsonl.index.build import build_offsets
     from sjsonl.storage import open_storage
 
@@ -186,7 +187,7 @@ def test_small_files_get_the_index_builds_offsets(shared_data: Path, kept: str) 
     for k, path in enumerate(paths[: len(files)]):
         built, _stamp = build_offsets(open_storage(path))
         assert ds._files[k].offsets.tolist() == built.tolist(), path
-        small = kept == "small files" and os.path.getsize(path) <= (1 << 20) and not is_json_name(path)
+        small = kept == "small files" and os.path.getsize(path) <= SMALL_FILE_BYTES and not is_json_name(path)
         assert (ds._files[k].index_path is None) == small, path  # (a .json file may be a document)
     again = JSONLDataset(paths)
     assert [again[i] for i in range(0, len(ds), 97)] == [ds[i] for i in range(0, len(ds), 97)]
@@ -220,3 +221,94 @@ def test_a_member_that_is_no_small_json_lines_file_is_opened_and_explained(tmp_p
     os.mkfifo(tmp_path / "fifo.jsonl")
     with pytest.raises(DataFileError, match=r"fifo\.jsonl"):
         JSONLDataset([*paths, str(tmp_path / "fifo.jsonl")])
+
+
+def test_field_reads_each_small_file_as_a_document_as_an_eager_open_does(tmp_path: Path) -> None:
+    paths = []
+    for k in range(FILES):
+        paths.append(str(tmp_path / f"d{k:03d}.jsonl"))
+        Path(paths[-1]).write_text(f'{{"data": [{k}, {k}, {k}]}}')
+    for _ in range(2):
+        ds = JSONLDataset(paths, field="data")
+        assert len(ds) == 3 * FILES and ds[0] == 0 and ds[-1] == FILES - 1
+    assert len(JSONLDataset(paths[:5], field="data")) == 15
+
+
+def test_home_relative_paths_see_a_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _corpus(tmp_path)
+    paths = [f"~/part-{k:04d}.jsonl" for k in range(FILES)]
+    n = len(JSONLDataset(paths))
+    with open(tmp_path / "part-0000.jsonl", "a") as f:
+        f.write('{"file": 0, "i": "appended"}\n')
+    ds = JSONLDataset(paths)
+    assert len(ds) == n + 1 and ds[:2] == [{"file": 0, "i": 0}, {"file": 0, "i": "appended"}]
+
+
+def test_a_file_with_other_bytes_under_the_same_stat_forgets_the_manifest(tmp_path: Path) -> None:
+    """A rewrite within one tick of the clock keeps a file's stat: simulated by a manifest whose row for
+    file 3 holds another CRC-32 (or count). The read raises; the next open reads every file again."""
+    from sjsonl.data import manifest
+
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    key = manifest.manifest_key(paths, None)
+    rows, offsets = manifest.read_manifest(key, FILES)
+    rows[3, manifest.CRC if rows[3, manifest.START] >= 0 else manifest.COUNT] += 1
+    manifest.write_manifest(key, rows, offsets)
+    ds = JSONLDataset(paths)
+    with pytest.raises(StaleDataError, match=r"part-0003\.jsonl changed after the dataset was opened"):
+        ds[6]  # file 3's first record (files 0, 1 and 2 hold 1, 2 and 3)
+    assert not _manifests()
+    assert list(JSONLDataset(paths)) == _expected(paths)
+
+
+def test_index_path_with_many_files_is_refused(tmp_path: Path) -> None:
+    from sjsonl.errors import InvalidArgumentError
+
+    paths = _corpus(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="index_path names one index"):
+        JSONLDataset(paths, index_path=str(tmp_path / "one.index.npy"))
+
+
+def test_relative_paths_keep_their_files_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _corpus(tmp_path / "a", sizes=[1] * FILES)
+    _corpus(tmp_path / "b", sizes=[2] * FILES)
+    names = [f"part-{k:04d}.jsonl" for k in range(FILES)]
+    monkeypatch.chdir(tmp_path / "a")
+    JSONLDataset(names)
+    ds = JSONLDataset(names)
+    monkeypatch.chdir(tmp_path / "b")
+    assert ds.files[0] == str(tmp_path / "a" / names[0]) and len(list(ds)) == FILES
+
+
+def test_a_fork_while_a_member_is_opened_does_not_hang_the_child(tmp_path: Path) -> None:
+    import multiprocessing
+
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    ds = JSONLDataset(paths)
+    queue = multiprocessing.get_context("fork").SimpleQueue()
+    with ds._files._lock:  # as a thread opening a file when the process forks
+        child = multiprocessing.get_context("fork").Process(target=lambda: queue.put(ds[5]))
+        child.start()
+    child.join(60)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and queue.get() == ds[5]
+
+
+def test_build_index_on_load_false_serves_small_files_from_the_manifest(tmp_path: Path, kept: str) -> None:
+    from sjsonl.errors import IndexFileError, StaleIndexError
+
+    paths = _corpus(tmp_path)
+    JSONLDataset(paths)
+    assert list(JSONLDataset(paths, build_index_on_load=False)) == _expected(paths)
+    Path(paths[2]).write_text('{"file": 2, "i": "new"}\n')  # changed: its index must exist, or be built
+    with pytest.raises((IndexFileError, StaleIndexError), match=r"part-0002\.jsonl"):
+        JSONLDataset(paths, build_index_on_load=False)

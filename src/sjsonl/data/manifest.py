@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
@@ -52,8 +53,8 @@ from sjsonl.storage.sidecar import read_sidecar, write_sidecar
 from sjsonl.storage.trust import private_cache_root
 
 __all__ = [
-    "COUNT", "CRC", "MANIFEST_MAGIC", "MANIFEST_MIN_FILES", "START", "STAT", "manifest_key", "new_rows",
-    "read_manifest", "stat_row", "stat_rows", "write_manifest",
+    "COUNT", "CRC", "MANIFEST_MAGIC", "MANIFEST_MIN_FILES", "NEVER", "START", "STAT", "forget_manifest",
+    "manifest_key", "new_rows", "read_manifest", "stat_row", "stat_rows", "write_manifest",
 ]  # fmt: skip
 
 MANIFEST_MAGIC = b"SJSONLcm"
@@ -63,7 +64,8 @@ _VERSION = 2
 STAT = slice(0, 5)  #: a row's stat: size, mtime_ns, ctime_ns, device, inode
 COUNT, CRC, START = 5, 6, 7  #: a row's record count, and a small file's CRC-32 and first offset (or -1)
 _COLUMNS = 8
-_MISSING = -1  # a stat row of a path that could not be stat'ed: never equal to a stored row
+_MISSING = -1  # a stat row of a path that could not be stat'ed
+NEVER = -2  #: a stored stat field no file's stat equals: the row is read again at the next open
 
 
 def manifest_key(paths: Sequence[str | os.PathLike[str]], field: str | None) -> dict[str, Any] | None:
@@ -93,7 +95,7 @@ def stat_row(path: str | os.PathLike[str]) -> tuple[int, ...]:
     """Size, mtime_ns, ctime_ns, device, inode of the file ``path`` names now (symlinks followed; all ``-1``
     where it cannot be stat'ed)."""
     try:
-        st = os.stat(path)
+        st = os.stat(os.path.expanduser(path) if os.fspath(path).startswith("~") else path)
     except (OSError, ValueError):
         return (_MISSING,) * STAT.stop
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
@@ -126,14 +128,38 @@ def read_manifest(key: dict[str, Any], members: int) -> tuple[np.ndarray, np.nda
             raise ValueError(f"it holds {len(body)} bytes, which are not {members} members' rows and offsets")
         rows = np.frombuffer(body, dtype="<i8", count=members * _COLUMNS).reshape(members, _COLUMNS)
         offsets = np.frombuffer(body, dtype="<u4", offset=head)
-        counts, kept = rows[:, COUNT], rows[:, START] >= 0
+        counts, kept = rows[:, COUNT], np.flatnonzero(rows[:, START] >= 0)
         if members and int(counts.min()) < 0:
             raise ValueError("it holds a negative record count")
-        if kept.any() and int((rows[kept, START] + counts[kept]).max()) > len(offsets):
+        starts, kept_counts = rows[kept, START], counts[kept]
+        if len(kept) and (int(starts.max()) > len(offsets) or int(kept_counts.max()) > len(offsets)):
             raise ValueError("a member's offsets run past the offsets it holds")
+        if len(kept) and int((starts + kept_counts).max()) > len(offsets):
+            raise ValueError("a member's offsets run past the offsets it holds")
+        _check_offsets(rows[kept], offsets)
         return rows.copy(), offsets.copy()
 
     return read_sidecar(_manifest_path(key), MANIFEST_MAGIC, key, check)  # type: ignore[no-any-return]
+
+
+def _check_offsets(kept: np.ndarray, offsets: np.ndarray) -> None:
+    """The checks an index file's offsets pass (:mod:`sjsonl.index.store`), for each small file's offsets in
+    the manifest: strictly increasing, and inside the file's size."""
+    counts = kept[:, COUNT]
+    take = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    own = offsets[np.repeat(kept[:, START], counts) + take].astype(np.int64)
+    if len(own) and bool((own >= np.repeat(kept[:, 0], counts)).any()):
+        raise ValueError("a member's offsets point past the end of its file")
+    firsts = take == 0  # a file's first offset follows the last file's: no order between them
+    if len(own) > 1 and bool((np.diff(own) <= 0)[~firsts[1:]].any()):
+        raise ValueError("a member's offsets do not increase")
+
+
+def forget_manifest(key: dict[str, Any]) -> None:
+    """Remove the manifest under ``key`` (one whose row no longer describes its file: the next open reads
+    every member again)."""
+    with contextlib.suppress(OSError):
+        os.unlink(_manifest_path(key))
 
 
 def write_manifest(key: dict[str, Any], rows: np.ndarray, offsets: np.ndarray) -> bool:

@@ -37,8 +37,10 @@ from sjsonl.data.manifest import (
     COUNT,
     CRC,
     MANIFEST_MIN_FILES,
+    NEVER,
     START,
     STAT,
+    forget_manifest,
     manifest_key,
     new_rows,
     read_manifest,
@@ -56,6 +58,10 @@ from sjsonl.storage.zip import expand_archives
 
 __all__ = ["LazyMembers", "member_counts", "member_paths", "open_members"]
 
+#: Above this many files, every file opened at its first read is read with pread, not memory-mapped: a
+#: process may hold only ~65,530 maps, and an epoch reads every file.
+_MAPPED_FILES = 16_384
+
 
 class LazyMembers(Sequence[IndexedFile]):
     """A dataset's files, each opened (its index found, checked, extended or built) at its first use,
@@ -69,14 +75,17 @@ class LazyMembers(Sequence[IndexedFile]):
         offsets: np.ndarray,
         opened: dict[int, IndexedFile],
         options: dict[str, Any],
+        key: dict[str, Any],
     ) -> None:
-        self._paths = list(paths)
+        self._paths = list(paths)  # absolute: a chdir after the open changes nothing
+        self._key = key  # the manifest's (forgotten when a row turns out not to describe its file)
         self._rows = rows  # each file's manifest row as of the dataset's open (sjsonl.data.manifest)
         self._offsets = offsets  # small files' offsets, where their rows say
         self.counts = rows[:, COUNT]  #: each file's record count
         self._opened = opened
         self._options = options
         self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
 
     def __len__(self) -> int:
         return len(self._paths)
@@ -98,6 +107,8 @@ class LazyMembers(Sequence[IndexedFile]):
             return found
         if not 0 <= k < len(self._paths):
             raise IndexError(f"file {k} of {len(self._paths)}")
+        if self._lock_pid != os.getpid():  # forked while a thread held it: the child's copy may stay held
+            self._lock, self._lock_pid = threading.Lock(), os.getpid()
         with self._lock:  # two threads reading one new file open it once
             found = self._opened.get(k)
             if found is None:
@@ -113,18 +124,27 @@ class LazyMembers(Sequence[IndexedFile]):
         # the manifest gave. A file changed in between raises, as a pinned file changed under a reader does.
         row = self._rows[k]
         options = self._options
+        if row[START] >= 0 or len(self._paths) > _MAPPED_FILES:
+            # read with pread, not mapped: a process may hold only ~65,530 maps (vm.max_map_count), and a
+            # corpus of more files than that is read whole in an epoch
+            options = {**options, "mmap": False}
         if row[START] >= 0:  # a small file: its offsets, adopted for its bytes if they are the ones scanned
             kept = self._offsets[row[START] : row[START] + row[COUNT]]
             adopt = functools.partial(adopt_offsets, offsets=kept, size=int(row[0]), crc=int(row[CRC]))
-            # read with pread, not mapped: a process may hold only ~65,530 maps (vm.max_map_count), and a
-            # corpus of more small files than that is read whole in an epoch
-            options = {**options, "mmap": False, "index_from": adopt}
-        f = open_data_file(self._paths[k], defer_verify=True, **options)
-        if len(f) != int(row[COUNT]) or stat_row(self._paths[k]) != tuple(row[STAT].tolist()):
-            raise StaleDataError(
-                f"{f.path} changed after the dataset was opened (it held {int(row[COUNT])} records then, "
-                f"{len(f)} now); open the dataset again"
-            )
+            options = {**options, "index_from": adopt}
+        try:
+            f = open_data_file(self._paths[k], defer_verify=True, **options)
+            if len(f) != int(row[COUNT]) or stat_row(self._paths[k]) != tuple(row[STAT].tolist()):
+                raise StaleDataError(
+                    f"{f.path} changed after the dataset was opened (it held {int(row[COUNT])} records "
+                    f"then, {len(f)} now); open the dataset again"
+                )
+        except StaleDataError:
+            if stat_row(self._paths[k]) == tuple(row[STAT].tolist()):
+                # other bytes under the same stat (rewritten within one tick of the clock): the manifest's
+                # row would send the next open here again — it goes, and that open reads every file
+                forget_manifest(self._key)
+            raise
         return f
 
     @property
@@ -166,10 +186,11 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
     match the corpus manifest, the others scanned or opened now (and the manifest written again)."""
     expanded = expand_archives(paths)
     key = None
-    if len(expanded) >= MANIFEST_MIN_FILES and options.get("build_index_on_load", True):
+    if len(expanded) >= MANIFEST_MIN_FILES and options.get("index_path") is None:
         key = manifest_key(expanded, options.get("field"))
-    if key is None:
+    if key is None:  # (index_path= with several files: refused there)
         return open_data_files(expanded, **options)
+    expanded = [p if os.fspath(p).startswith(os.sep) else resolve_path(p) for p in expanded]
     stat = stat_rows(expanded)
     stored = read_manifest(key, len(expanded))
     if stored is None:
@@ -177,7 +198,10 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
         changed = list(range(len(expanded)))
     else:
         rows, offsets = stored
-        changed = np.flatnonzero(~(rows[:, STAT] == stat).all(axis=1)).tolist()
+        unchanged = (rows[:, STAT] == stat).all(axis=1)
+        if not options.get("build_index_on_load", True):  # every index file checked at the open, as asked
+            unchanged &= rows[:, START] >= 0
+        changed = np.flatnonzero(~unchanged).tolist()
     opened: dict[int, IndexedFile] = {}
     if changed:
         rows[changed] = new_rows(stat[changed])
@@ -195,10 +219,10 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
                 f = opened[k] = open_data_file(expanded[k], defer_verify=True, **options)
                 rows[k, COUNT] = len(f)
                 if stat_row(expanded[k]) != tuple(stat[k].tolist()):
-                    rows[k, STAT] = -1  # changed while it was opened: never taken from the manifest
+                    rows[k, STAT] = NEVER  # changed while it was opened: never taken from the manifest
         rows, offsets = _compacted(rows, np.concatenate([offsets, *scanned]))
         write_manifest(key, rows, offsets)
-    return LazyMembers(expanded, rows, offsets, opened, options)
+    return LazyMembers(expanded, rows, offsets, opened, options, key)
 
 
 def _scan_small(
@@ -206,8 +230,10 @@ def _scan_small(
 ) -> tuple[np.ndarray, int] | None:
     """A small JSON Lines file's (record starts, CRC-32 of its bytes), or ``None``: any other file, one
     whose options ask for an index file, or one that changed while it was read (opened as usual)."""
-    if not 0 <= stat[0] <= SMALL_FILE_BYTES or options.get("index_dir") is not None or options.get("compact"):
-        return None
+    if not 0 <= stat[0] <= SMALL_FILE_BYTES or not options.get("build_index_on_load", True):
+        return None  # (a scan builds an index: refused with build_index_on_load=False)
+    if options.get("index_dir") is not None or options.get("compact") or options.get("field") is not None:
+        return None  # asked for index files, or for the elements under a field
     if format_of_name(suffix_of(os.fspath(path))) is not None or is_json_name(path):
         return None  # compressed, or a JSON document
     try:

@@ -42,8 +42,9 @@ from sjsonl.storage.local import LocalFile
 
 __all__ = ["SMALL_FILE_BYTES", "adopt_offsets", "scan_small_file"]
 
-#: Files up to this size keep their offsets in a corpus manifest, not an index file of their own.
-SMALL_FILE_BYTES = 1 << 20
+#: Files up to this size keep their offsets in a corpus manifest, not an index file of their own (a larger
+#: file's index file costs less than its read; and the manifest, read whole at each reopen, stays small).
+SMALL_FILE_BYTES = 64 << 10
 
 
 def scan_small_file(path: str | os.PathLike[str]) -> tuple[np.ndarray, int, int]:
