@@ -68,10 +68,10 @@ _MISSING = -1  # a stat row of a path that could not be stat'ed
 NEVER = -2  #: a stored stat field no file's stat equals: the row is read again at the next open
 
 
-def manifest_key(paths: Sequence[str | os.PathLike[str]], field: str | None) -> dict[str, Any] | None:
-    """What a manifest of ``paths`` read under ``field=`` is valid for, or ``None`` when one cannot serve
-    them (a URL or a zip member among them)."""
-    texts = [os.fspath(p) for p in paths]
+def manifest_key(texts: Sequence[str], field: str | None) -> dict[str, Any] | None:
+    """What a manifest of the files at paths ``texts`` read under ``field=`` is valid for, or ``None`` when
+    one cannot serve them (a URL or a zip member among them). Its ``"cwd"`` is set when a path is not
+    absolute."""
     joined = "\0".join(texts)
     if MEMBER_SEP in joined or any(is_url(t) for t in texts if ":" in t):
         return None
@@ -92,10 +92,10 @@ def _manifest_path(key: dict[str, Any]) -> str:
 
 
 def stat_row(path: str | os.PathLike[str]) -> tuple[int, ...]:
-    """Size, mtime_ns, ctime_ns, device, inode of the file ``path`` names now (symlinks followed; all ``-1``
-    where it cannot be stat'ed)."""
+    """Size, mtime_ns, ctime_ns, device, inode of the file ``path`` (absolute, or relative to the working
+    directory; no ``~``) names now — symlinks followed; all ``-1`` where it cannot be stat'ed."""
     try:
-        st = os.stat(os.path.expanduser(path) if os.fspath(path).startswith("~") else path)
+        st = os.stat(path)
     except (OSError, ValueError):
         return (_MISSING,) * STAT.stop
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
@@ -104,8 +104,17 @@ def stat_row(path: str | os.PathLike[str]) -> tuple[int, ...]:
 def stat_rows(paths: Sequence[str | os.PathLike[str]]) -> np.ndarray:
     """:func:`stat_row` of each path, as an int64 array."""
     rows = np.full((len(paths), STAT.stop), _MISSING, dtype=np.int64)
-    if len(paths):
-        rows[:] = [stat_row(p) for p in paths]
+    found: list[tuple[int, ...]] = []
+    missing = (_MISSING,) * STAT.stop
+    for p in paths:  # (stat_row inlined: this loop is most of a reopen of many files)
+        try:
+            st = os.stat(p)
+        except (OSError, ValueError):
+            found.append(missing)
+            continue
+        found.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino))
+    if found:
+        rows[:] = found
     return rows
 
 

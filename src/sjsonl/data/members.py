@@ -184,13 +184,15 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
     them): a list of every one opened, or — for :data:`~sjsonl.data.manifest.MANIFEST_MIN_FILES` local
     files or more, their indexes built when missing — :class:`LazyMembers` opening at first read those that
     match the corpus manifest, the others scanned or opened now (and the manifest written again)."""
-    expanded = expand_archives(paths)
+    listed = expand_archives(paths)
     key = None
-    if len(expanded) >= MANIFEST_MIN_FILES and options.get("index_path") is None:
+    if len(listed) >= MANIFEST_MIN_FILES and options.get("index_path") is None:
+        expanded = [os.fspath(p) for p in listed]
         key = manifest_key(expanded, options.get("field"))
     if key is None:  # (index_path= with several files: refused there)
-        return open_data_files(expanded, **options)
-    expanded = [p if os.fspath(p).startswith(os.sep) else resolve_path(p) for p in expanded]
+        return open_data_files(listed, **options)
+    if key["cwd"]:  # absolute from now on: a chdir after the open changes nothing (and ~ is expanded)
+        expanded = [p if p.startswith(os.sep) else resolve_path(p) for p in expanded]
     stat = stat_rows(expanded)
     stored = read_manifest(key, len(expanded))
     if stored is None:
@@ -225,9 +227,7 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
     return LazyMembers(expanded, rows, offsets, opened, options, key)
 
 
-def _scan_small(
-    path: str | os.PathLike[str], stat: np.ndarray, options: dict[str, Any]
-) -> tuple[np.ndarray, int] | None:
+def _scan_small(path: str, stat: np.ndarray, options: dict[str, Any]) -> tuple[np.ndarray, int] | None:
     """A small JSON Lines file's (record starts, CRC-32 of its bytes), or ``None``: any other file, one
     whose options ask for an index file, or one that changed while it was read (opened as usual)."""
     if not 0 <= stat[0] <= SMALL_FILE_BYTES or not options.get("build_index_on_load", True):
