@@ -102,6 +102,7 @@ def test_get_pretty_by_default(tmp_path):
     assert out == '{\n  "i": 0\n}\n{\n  "i": 1\n}\n'
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_help_has_defaults_and_examples():
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, type(parser._subparsers._group_actions[0])))

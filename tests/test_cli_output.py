@@ -173,6 +173,7 @@ def test_an_existing_output_is_replaced_only_with_force(tmp_path, data):
     assert fifo.is_fifo()
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_stats_plot_never_writes_an_input_nor_over_a_file_without_force(tmp_path, data):
     (tmp_path / "link.png").symlink_to(data)
     os.link(data, tmp_path / "hard.png")

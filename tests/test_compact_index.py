@@ -88,6 +88,7 @@ def check_views(offsets: np.ndarray, log2_block: int, end: int) -> None:
 gaps = st.one_of(st.integers(1, 3), st.integers(100, 3000), st.integers(1, 2**20), st.integers(2**30, 2**40))
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 @settings(max_examples=150, deadline=None)
 @given(first=st.integers(0, 2**33), steps=st.lists(gaps, max_size=300), log2_block=st.sampled_from([1, 3, 7]))
 def test_both_decoders_give_the_offsets_back(first, steps, log2_block):

@@ -59,6 +59,7 @@ def _shared_files(root: Path) -> list[Path]:
     )
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_real_files_every_access_path(shared_data):
     files = _shared_files(shared_data)
     assert len(files) >= 20

@@ -37,6 +37,7 @@ def _value(rng: random.Random, depth: int = 0):
     }
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_element_scan_equals_json_loads_on_random_documents_cut_anywhere() -> None:
     """Strings full of brackets, commas, quotes and backslash runs, cut into chunks of 1..50 bytes (runs of
     backslashes and keys split across chunks): the scan finds exactly json.loads's elements."""

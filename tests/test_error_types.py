@@ -119,6 +119,7 @@ def test_dataloader_workers_raise_record_decode_error_by_type(bad_file: Path) ->
     assert got == GOOD  # in order, every good batch before the bad one, nothing from the wrong place
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_mindspore_dataloader_reports_the_type_in_its_runtime_error(bad_file: Path) -> None:
     """MindSpore's DataLoader rebuilds a worker's error as exc_type(message=...) — which our errors accept —
     but raises it inside its own ``try: ... except Exception: raise RuntimeError(msg)``, so every worker

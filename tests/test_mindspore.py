@@ -177,6 +177,7 @@ def test_every_row_equals_its_source_record(pairs, columns, expected, name: str)
         assert [_key(r) for r in _rows(dsd[split])] == expected[name][split]
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 @pytest.mark.parametrize("mode", list(MODES))
 def test_worker_modes_give_the_same_rows_in_order(pairs, expected, mode: str) -> None:
     for name, pair in pairs.items():

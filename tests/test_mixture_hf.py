@@ -67,6 +67,7 @@ def test_concatenate_equals_hf(tmp_path):
     assert ours[55] == theirs[55] and ours[[3, 140, 60]] == [theirs[3], theirs[140], theirs[60]]
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_hf_random_draws_drift_where_ours_do_not():
     """The reason for the schedule, measured on 🤗 itself: its i.i.d. draws wander by tens of records."""
     hf = datasets.interleave_datasets(

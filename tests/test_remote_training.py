@@ -58,6 +58,7 @@ def collate(batch):
     return [r["i"] for r in batch]
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 @pytest.mark.parametrize("cache", ["on", "off"])
 def test_a_shuffled_epoch_under_faults_is_exact_and_in_order(remote, monkeypatch, cache):
     if cache == "off":

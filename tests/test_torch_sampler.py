@@ -330,6 +330,7 @@ def run_child(mode: str, job: dict, tmp: Path) -> list:
     return pickle.loads(out_file.read_bytes())
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 @pytest.mark.parametrize("workers", [0, 2])
 def test_stateful_dataloader_resumes_exactly_in_a_fresh_process(corpus, tmp_path, workers):
     sampler, loader = make_loader(str(corpus), 0)
