@@ -237,6 +237,7 @@ def _limited(max_bytes):
     return limit
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 @pytest.mark.parametrize("command", ["filter", "stats"])
 def test_a_write_that_fails_midway_leaves_the_old_file(tmp_path, command):
     data = tmp_path / "big.jsonl"

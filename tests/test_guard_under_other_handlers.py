@@ -90,6 +90,7 @@ def _needs_guard():
         missing("the compiled guard (sjsonl.storage._guarded) was not built", "SJSONL_REQUIRE_NATIVE")
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_a_mindspore_pipeline_does_not_take_the_guard_away(tmp_path):
     run = _run(_MINDSPORE, _corpus(tmp_path))
     assert run.returncode == 0, (run.returncode, run.stdout[-1000:], run.stderr[-3000:])

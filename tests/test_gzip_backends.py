@@ -56,6 +56,7 @@ def _npoints(ds: JSONLDataset) -> int:
     return handle.raw.npoints
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_both_backends_give_identical_offsets_and_records(corpus, tmp_path, monkeypatch):
     gz, raw = corpus
     offsets = {}

@@ -173,6 +173,7 @@ def test_a_tiny_probability_is_still_drawn():
         interleave_datasets([[1, 2], []], probabilities=[1, 1e-9])
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_reshuffle_many_short_passes_in_one_block():
     tiny, big = [0, 1], list(range(100, 20_100))
     m = interleave_datasets(

@@ -80,6 +80,7 @@ def test_a_shuffled_epoch_under_faults_is_exact_and_in_order(remote, monkeypatch
         assert stats["ranged_gets"] == 0
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_the_cache_is_reused_by_another_process(remote, tmp_path):
     url = remote.put(body())
     JSONLDataset(url, storage_options=remote.options)  # the index scan fills the cache

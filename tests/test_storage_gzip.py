@@ -183,6 +183,7 @@ def test_threads_share_one_handle_safely(corpus):
     assert wrong == [0, 0, 0, 0]
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_fork_and_pickle_safety(corpus, monkeypatch):
     # Denser seek points make each random read ~15x cheaper, so thousands of reads per process stay fast;
     # more points also means more state copied into each child.

@@ -45,6 +45,7 @@ def test_every_access_path_equals_the_source(corpus) -> None:
         assert handle.complete and len(handle.points) >= len(raw) // ZIP_SPACING
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_fork_and_pickle_safety(corpus) -> None:
     path, raw = corpus
     ids = [r["id"] for r in source_records(raw)]

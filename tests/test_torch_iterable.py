@@ -103,6 +103,7 @@ def test_epochs_differ_and_repeat_with_fresh_workers(corpus):
     assert runs[0][0] == runs[0][1] != runs[1][0]
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 def test_any_sized_sequence_and_spawned_workers():
     ds = IterableDataset([{"id": i} for i in range(10)], shuffle=False, num_replicas=3, rank=2)
     assert [r["id"] for r in ds] == [2, 5, 8, 1]

@@ -268,6 +268,7 @@ def ids(loader) -> list[int]:
     return [i for batch in loader for i in batch["id"].tolist()]
 
 
+@pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
 @pytest.mark.parametrize("ctx", ["fork", "spawn"])
 def test_map_style_dataset_with_workers(corpus, ctx):
     ds = JSONLDataset(corpus)
