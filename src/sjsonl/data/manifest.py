@@ -54,7 +54,7 @@ from sjsonl.storage.trust import private_cache_root
 
 __all__ = [
     "COUNT", "CRC", "MANIFEST_MAGIC", "MANIFEST_MIN_FILES", "NEVER", "START", "STAT", "forget_manifest",
-    "manifest_key", "new_rows", "read_manifest", "stat_row", "stat_rows", "write_manifest",
+    "manifest_key", "new_rows", "read_manifest", "same_stat", "stat_row", "stat_rows", "write_manifest",
 ]  # fmt: skip
 
 MANIFEST_MAGIC = b"SJSONLcm"
@@ -99,6 +99,11 @@ def stat_row(path: str | os.PathLike[str]) -> tuple[int, ...]:
     except (OSError, ValueError):
         return (_MISSING,) * STAT.stop
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
+
+
+def same_stat(path: str | os.PathLike[str], row: np.ndarray) -> bool:
+    """Whether the file ``path`` names now has the stat ``row`` (a manifest row's :data:`STAT` fields)."""
+    return stat_row(path) == tuple(row.tolist())
 
 
 def stat_rows(paths: Sequence[str | os.PathLike[str]]) -> np.ndarray:

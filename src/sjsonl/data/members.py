@@ -44,7 +44,7 @@ from sjsonl.data.manifest import (
     manifest_key,
     new_rows,
     read_manifest,
-    stat_row,
+    same_stat,
     stat_rows,
     write_manifest,
 )
@@ -134,13 +134,13 @@ class LazyMembers(Sequence[IndexedFile]):
             options = {**options, "index_from": adopt}
         try:
             f = open_data_file(self._paths[k], defer_verify=True, **options)
-            if len(f) != int(row[COUNT]) or stat_row(self._paths[k]) != tuple(row[STAT].tolist()):
+            if len(f) != int(row[COUNT]) or not same_stat(self._paths[k], row[STAT]):
                 raise StaleDataError(
                     f"{f.path} changed after the dataset was opened (it held {int(row[COUNT])} records "
                     f"then, {len(f)} now); open the dataset again"
                 )
         except StaleDataError:
-            if stat_row(self._paths[k]) == tuple(row[STAT].tolist()):
+            if same_stat(self._paths[k], row[STAT]):
                 # other bytes under the same stat (rewritten within one tick of the clock): the manifest's
                 # row would send the next open here again — it goes, and that open reads every file
                 forget_manifest(self._key)
@@ -220,7 +220,7 @@ def open_members(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Seq
                     continue
                 f = opened[k] = open_data_file(expanded[k], defer_verify=True, **options)
                 rows[k, COUNT] = len(f)
-                if stat_row(expanded[k]) != tuple(stat[k].tolist()):
+                if not same_stat(expanded[k], stat[k]):
                     rows[k, STAT] = NEVER  # changed while it was opened: never taken from the manifest
         rows, offsets = _compacted(rows, np.concatenate([offsets, *scanned]))
         write_manifest(key, rows, offsets)
@@ -240,7 +240,7 @@ def _scan_small(path: str, stat: np.ndarray, options: dict[str, Any]) -> tuple[n
         starts, size, crc = scan_small_file(path)
     except (OSError, ValueError):
         return None  # the usual open explains it (or serves it)
-    if size != stat[0] or stat_row(path) != tuple(stat.tolist()):
+    if size != stat[0] or not same_stat(path, stat):
         return None
     return starts, crc
 

@@ -471,14 +471,14 @@ class IndexedFile:
         for (lo, hi, members), blob in zip(runs, blobs):
             if plain and len(members) == 1:  # one record (random access): decode_spans inlined, ~2x faster
                 k = members[0]
-                if hi < self.end and (len(blob) != hi - lo or blob[-1] != 0x0A):
+                if not ends_lines(blob, lo, [hi], self.end):
                     blob = self.read_spans(lo, hi, [hi])
                 try:
                     out[k] = fast_loads(blob)
                 except DECODE_ERRORS:
                     out[k] = self._slow_decode(lo, hi)
                 continue
-            span_ends = [ends[members[0]]] if len(members) == 1 else sorted(ends[k] for k in members)
+            span_ends = sorted(ends[k] for k in members)
             if not self.layout and not ends_lines(blob, lo, span_ends, self.end):
                 blob = self.read_spans(lo, hi, span_ends)
             spans = [(starts[k] - lo, ends[k] - lo) for k in members]

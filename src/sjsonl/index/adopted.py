@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import os
-import stat
 import zlib
 from dataclasses import replace
 
@@ -33,12 +32,13 @@ import numpy as np
 
 from sjsonl.errors import StaleDataError
 from sjsonl.index.layout import LoadedIndex
+from sjsonl.index.packed import prefix_crc32
 from sjsonl.index.scan import scan_record_starts
 from sjsonl.storage import Storage
 from sjsonl.storage.base import fingerprint_of
 from sjsonl.storage.content import content_hash
 from sjsonl.storage.formats import HEAD_BYTES, sniff
-from sjsonl.storage.local import LocalFile
+from sjsonl.storage.local import LocalFile, open_regular_file
 
 __all__ = ["SMALL_FILE_BYTES", "adopt_offsets", "scan_small_file"]
 
@@ -49,22 +49,14 @@ SMALL_FILE_BYTES = 64 << 10
 
 def scan_small_file(path: str | os.PathLike[str]) -> tuple[np.ndarray, int, int]:
     """(record starts as uint32, size, CRC-32 of the bytes) of the JSON Lines file at ``path``, read once.
-    Raises ``OSError`` as ``open`` does, and ``ValueError`` for what an index file serves better or what
-    only opening the file will explain: not a regular file, over :data:`SMALL_FILE_BYTES`, or compressed
-    bytes (whatever its name)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # (a FIFO must not block us)
+    Raises ``OSError`` as :func:`~sjsonl.storage.local.open_regular_file` does (not a regular file, too),
+    and ``ValueError`` for what an index file serves better or what only opening the file will explain:
+    over :data:`SMALL_FILE_BYTES`, or compressed bytes (whatever its name)."""
+    fd, st = open_regular_file(os.fspath(path))  # (a FIFO or a device: DataFileError, an OSError)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > SMALL_FILE_BYTES:
-            raise ValueError(f"{path} is not a small regular file")
-        parts, got = [], 0
-        while got <= SMALL_FILE_BYTES:  # (a read may return less than asked, then more)
-            part = os.read(fd, SMALL_FILE_BYTES + 1 - got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-        data = b"".join(parts)
+        if st.st_size > SMALL_FILE_BYTES:
+            raise ValueError(f"{path} is over {SMALL_FILE_BYTES} bytes")
+        data = os.pread(fd, SMALL_FILE_BYTES + 1, 0)  # (one more: a file grown since is seen)
     finally:
         os.close(fd)
     if len(data) > SMALL_FILE_BYTES or sniff(data[:HEAD_BYTES]) is not None:
@@ -89,5 +81,5 @@ def adopt_offsets(storage: Storage, offsets: np.ndarray, size: int, crc: int) ->
     fingerprint = fingerprint_of(lambda ranges: [data[lo:hi] for lo, hi in ranges], size)
     stamp = replace(stamp, fingerprint=fingerprint, content=content_hash(lambda lo, hi: data[lo:hi], size))
     storage.pin(stamp)
-    checksum = zlib.crc32(np.ascontiguousarray(offsets).data.cast("B"))
+    checksum = prefix_crc32(offsets, len(offsets))
     return LoadedIndex(offsets, stamp, None, checksum, "", origin="found")
