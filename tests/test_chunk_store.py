@@ -109,3 +109,35 @@ def test_two_processes_fill_one_store_at_once(tmp_path):
         assert p.exitcode == 0
     s = store(tmp_path)
     assert s.missing(range(10)) == [] and s.read(0, len(BODY)) == BODY
+
+
+def test_a_seal_vouches_for_every_chunk_until_a_write_or_another_boot(tmp_path, monkeypatch):
+    from sjsonl.storage import chunk_store
+
+    s = store(tmp_path)
+    fill(s, range(9))
+    assert not s.complete() and not s.seal() and not s.sealed()  # a chunk missing
+    fill(s, [9])
+    assert s.complete() and s.seal() and s.sealed() and store(tmp_path).sealed()  # another process sees it
+    data = next(p for p in tmp_path.iterdir() if p.suffix == ".data")
+    with open(data, "r+b") as f:  # a write behind the store's back (its mtime moves)
+        f.seek(5000)
+        f.write(b"!")
+    os.utime(data, ns=(1, 1))
+    assert not store(tmp_path).sealed() and not store(tmp_path).seal()  # chunk 4 fails its CRC now
+    fill(s, [4])  # fetched again: the store can be sealed again
+    assert store(tmp_path).seal() and store(tmp_path).sealed()
+    monkeypatch.setattr(chunk_store, "_boot", [b"\0" * 16])  # after a reboot, nothing is vouched for
+    assert not store(tmp_path).sealed()
+
+
+def test_a_seal_checks_every_chunk_written_by_others(tmp_path):
+    fill(store(tmp_path), range(10))
+    data = next(p for p in tmp_path.iterdir() if p.suffix == ".data")
+    with open(data, "r+b") as f:  # a bit flipped in chunk 3 (the flag still says present)
+        f.seek(3 * 1024 + 7)
+        f.write(bytes([BODY[3 * 1024 + 7] ^ 1]))
+    fresh = store(tmp_path)  # checks nothing yet
+    assert fresh.complete() and not fresh.seal() and not fresh.sealed()
+    fill(fresh, [3])
+    assert fresh.seal() and fresh.read(0, len(BODY)) == BODY

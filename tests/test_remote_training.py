@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("aiohttp")
 
 from sjsonl import JSONLDataset  # noqa: E402
-from sjsonl.errors import DataFileError  # noqa: E402
+from sjsonl.errors import DataFileError, StaleDataError  # noqa: E402
 from sjsonl.torch import DistributedSampler  # noqa: E402
 
 from ._s3_proxy import s3_proxy  # noqa: E402, F401
@@ -169,4 +169,55 @@ def test_a_fresh_cache_gives_first_batches_by_ranges_and_fills_in_the_background
     assert filler.wait(60) and store.missing(range(store.count)) == []
     remote.reset_stats()
     assert [r["i"] for k in range(0, 80_000, 4000) for r in ds[order[k : k + 4000]]] == order
+    assert remote.stats()["ranged_gets"] == 0
+
+
+def test_a_sealed_cache_is_read_through_a_map_and_still_notices_a_replaced_object(remote, monkeypatch):
+    """The index scan fills the cache and seals it: the next process's batches read it through a map (no
+    request, no pread per batch) — and a replaced object still raises StaleDataError, never old bytes."""
+    monkeypatch.setenv("SJSONL_REMOTE_CHECK_SECONDS", "0")  # (every batch checks the version at once)
+    data = body()
+    url = remote.put(data)
+    ds = JSONLDataset(url, storage_options=remote.options)
+    storage = ds._files[0].storage
+    assert storage._store().sealed() and storage.buffer is not None
+    assert storage.buffer()[0 : len(data)] == data
+    from sjsonl.storage.chunk_store import ChunkStore
+
+    def no_pread(*args):
+        raise AssertionError("a sealed cache is read through its map")
+
+    monkeypatch.setattr(ChunkStore, "read", no_pread)  # (the forked workers inherit it)
+    remote.reset_stats()
+    sampler = DistributedSampler(ds, num_replicas=1, rank=0, seed=7)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=64, sampler=sampler, num_workers=2, collate_fn=collate
+    )
+    assert [i for batch in loader for i in batch] == list(sampler)
+    assert remote.stats()["ranged_gets"] == 0
+    remote.put(body(N + 5))  # replaced: a new ETag
+    with pytest.raises(StaleDataError, match="changed after it was indexed"):
+        ds[[1, 2, 3]]
+
+
+def test_the_filler_seals_the_store_it_completes(remote, monkeypatch, tmp_path):
+    """A cache filled by the background filler (not by the scan) is sealed when its last chunk arrives, and
+    a new reader of it maps it."""
+
+    url = remote.put(body(80_000))  # ~5 MB: 5 chunks
+    index_dir = str(tmp_path / "index")
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path / "chunks"))
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
+    storage = ds._files[0].storage
+    store = storage._store()
+    assert storage.buffer is None and not store.sealed()
+    filler = storage._filler(store)
+    filler.want(list(range(store.count)))
+    assert filler.wait(60) and store.sealed()
+    again = JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
+    assert again._files[0].storage.buffer is not None
+    remote.reset_stats()
+    assert [r["i"] for r in again[[79_999, 0, 40_000]]] == [79_999, 0, 40_000]
     assert remote.stats()["ranged_gets"] == 0

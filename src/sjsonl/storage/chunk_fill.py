@@ -6,7 +6,8 @@ round trip), and hands the chunks to a :class:`ChunkFiller` — one daemon threa
 a few at a time (``BATCH`` concurrent requests), in the order they were first wanted, under the store's
 chunk locks (so the DataLoader workers of a node do not fetch a chunk twice). Once a chunk is in, reads of its
 records are local. A failed fill (the network, a replaced object) is dropped: the read that needs those bytes
-fetches them itself and raises what it meets.
+fetches them itself and raises what it meets. Whenever its queue empties, the thread calls ``idle()`` (if
+given): the remote file seals a store that has become complete there, off the read path.
 
 Example:
     >>> import tempfile, threading
@@ -39,8 +40,11 @@ BATCH = 8
 class ChunkFiller:
     """A background thread that fills ``store`` by calling ``fill(store, chunks)``."""
 
-    def __init__(self, store: Any, fill: Callable[[Any, Sequence[int]], None]) -> None:
-        self.store, self._fill = store, fill
+    def __init__(
+        self, store: Any, fill: Callable[[Any, Sequence[int]], None], idle: Callable[[], None] | None = None
+    ) -> None:
+        self.store, self._fill, self._idle = store, fill, idle
+        self._poked = False
         self._queue: deque[int] = deque()
         self._queued: set[int] = set()
         self._cond = threading.Condition()
@@ -54,16 +58,25 @@ class ChunkFiller:
                 if c not in self._queued:
                     self._queued.add(c)
                     self._queue.append(c)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="sjsonl-chunk-fill", daemon=True)
-                self._thread.start()
-            self._cond.notify()
+            self._start()
+
+    def poke(self) -> None:
+        """Run ``idle()`` on the thread soon, with nothing to fetch."""
+        with self._cond:
+            self._poked = True
+            self._start()
+
+    def _start(self) -> None:  # (under the condition)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sjsonl-chunk-fill", daemon=True)
+            self._thread.start()
+        self._cond.notify()
 
     def wait(self, timeout: float) -> bool:
         """Whether the queue emptied (and the last fetch ended) within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._queue or self._busy:
+            while self._queue or self._busy or self._poked:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -73,12 +86,15 @@ class ChunkFiller:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue:
+                while not self._queue and not self._poked:
                     self._cond.wait()
                 batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
-                self._busy = True
+                self._busy, self._poked = True, False
             try:
-                self._fill(self.store, batch)
+                if batch:
+                    self._fill(self.store, batch)
+                if self._idle is not None and not self._queue:
+                    self._idle()
             except Exception:  # the read that needs these bytes fetches them itself and raises
                 pass
             with self._cond:

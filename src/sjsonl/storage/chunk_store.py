@@ -10,7 +10,13 @@ arrive reads at local speed. A :class:`ChunkStore` holds one object *version* (i
   bytes. A reader trusts a chunk only when its flag is set and — once per process — its bytes match the CRC;
   a torn or corrupt chunk is fetched again. Two processes fetching the same chunk write the same bytes (the
   reads are pinned to the version with ``If-Match``), so the DataLoader workers of a node share one copy
-  with no lock.
+  with no lock. After the entries, once every chunk is present, a *seal*: one process checked every
+  chunk's CRC (:meth:`ChunkStore.seal`) and recorded the machine's boot id, the data file's inode, size and
+  mtime and the CRC of the entries it checked. While all of these still match (:meth:`ChunkStore.sealed`:
+  the same boot, no byte written since), other processes skip their own per-chunk check and may map the
+  data file whole (:mod:`~sjsonl.storage.remote`: the second epoch reads at local speed). A crash or reboot
+  (the only way written pages can be lost or torn without a later write) changes the boot id; any write
+  changes the mtime or the entries.
 
 The store sits in the private cache (``~/.cache/sjsonl/remote`` or ``$SJSONL_REMOTE_CACHE``; ``off``
 disables it) and holds at most ``$SJSONL_REMOTE_CACHE_BYTES`` (default 16 GiB, and never more than half the
@@ -27,6 +33,8 @@ Example:
     >>> store.put(0, b"0123"); store.put(1, b"4567")
     >>> store.missing([0, 1]), store.read(2, 6)
     ([], b'2345')
+    >>> store.put(2, b"89"); store.seal() == store.sealed() == (boot_id() is not None)
+    True
 """
 
 from __future__ import annotations
@@ -46,6 +54,21 @@ from sjsonl.storage.trust import private_cache_root, untrusted_reason
 CHUNK_BYTES = 1 << 20
 DEFAULT_LIMIT = 16 << 30
 _ENTRY = struct.Struct("<IB3x")  # CRC-32, present flag
+#: magic, boot id, the data file's inode, size and mtime (ns), the CRC-32 of the entries — then its own CRC
+_SEAL = struct.Struct("<8s16sQqqI")
+_SEAL_MAGIC = b"SJSONLsl"
+_boot: list[bytes | None] = []  # this boot's id, read once
+
+
+def boot_id() -> bytes | None:
+    """This boot's id (Linux: ``/proc/sys/kernel/random/boot_id``), or ``None`` where there is none."""
+    if not _boot:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+                _boot.append(bytes.fromhex(f.read().strip().decode("ascii").replace("-", "")))
+        except (OSError, ValueError):
+            _boot.append(None)
+    return _boot[0]
 
 
 def cache_settings() -> tuple[str, int] | None:
@@ -92,7 +115,7 @@ class ChunkStore:
             count = -(-size // chunk_bytes)
             if os.fstat(data).st_size != size:
                 os.ftruncate(data, size)  # sparse: no blocks until chunks arrive
-            if os.fstat(table).st_size != count * _ENTRY.size:
+            if os.fstat(table).st_size not in (count * _ENTRY.size, count * _ENTRY.size + _SEAL.size + 4):
                 os.ftruncate(table, count * _ENTRY.size)
             os.utime(table)  # recently used (the room-making order)
             return cls(data, table, size, chunk_bytes, name)
@@ -156,6 +179,55 @@ class ChunkStore:
         finally:
             for c in held:
                 fcntl.lockf(self._table, fcntl.LOCK_UN, _ENTRY.size, c * _ENTRY.size)
+
+    def _seal_record(self) -> bytes | None:
+        """What a seal made now would hold (with its CRC), or ``None`` while a chunk is absent or there is
+        no boot id."""
+        boot = boot_id()
+        entries = os.pread(self._table, self.count * _ENTRY.size, 0)
+        if boot is None or self.count == 0 or entries[4 :: _ENTRY.size] != b"\1" * self.count:
+            return None
+        st = os.fstat(self._data)
+        record = _SEAL.pack(_SEAL_MAGIC, boot, st.st_ino, st.st_size, st.st_mtime_ns, zlib.crc32(entries))
+        return record + struct.pack("<I", zlib.crc32(record))
+
+    def complete(self) -> bool:
+        """Whether every chunk is marked present (not yet checked: see :meth:`seal`)."""
+        entries = os.pread(self._table, self.count * _ENTRY.size, 0)
+        return self.count > 0 and entries[4 :: _ENTRY.size] == b"\1" * self.count
+
+    def sealed(self) -> bool:
+        """Whether a seal vouches for every chunk (see the module): its bytes may be read with no check."""
+        try:
+            now = self._seal_record()
+            return now is not None and os.pread(self._table, len(now), self.count * _ENTRY.size) == now
+        except OSError:
+            return False
+
+    def seal(self) -> bool:
+        """Check every chunk's CRC (those not checked in this process yet) and, when all are intact and
+        nothing was written meanwhile, seal the store. One process at a time; ``False`` when a chunk is
+        missing or corrupt, when another process is sealing, or on a write error."""
+        where = self.count * _ENTRY.size
+        try:
+            fcntl.lockf(self._table, fcntl.LOCK_EX | fcntl.LOCK_NB, _SEAL.size + 4, where)
+        except OSError:
+            return False
+        try:
+            before = self._seal_record()
+            if before is None or self.missing(range(self.count)) or self._seal_record() != before:
+                return False
+            os.pwrite(self._table, before, where)
+            return True
+        except OSError:
+            return False
+        finally:
+            fcntl.lockf(self._table, fcntl.LOCK_UN, _SEAL.size + 4, where)
+
+    @property
+    def data_fd(self) -> int:
+        """The data file's descriptor (for a read-only map of a sealed store)."""
+        return self._data
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes ``start..end`` (their chunks must be present: see :meth:`missing`)."""

@@ -472,7 +472,7 @@ class MappedFile(LocalFile):
                 size = os.fstat(fd).st_size
                 if self.pinned is not None and size < self.pinned.stored:  # cut short before we mapped it
                     raise self._stale(f"truncated ({self.pinned.stored} -> {size} bytes)")
-                mm = self._mm = GUARDED(fd, size, _version_check(self), CHECK_SECONDS)
+                mm = self._mm = GUARDED(fd, size, version_check(self), CHECK_SECONDS)
         return mm
 
     def read(self, start: int, end: int) -> bytes:
@@ -487,8 +487,9 @@ class MappedFile(LocalFile):
         self._mm = None
 
 
-def _version_check(file: LocalFile) -> Callable[[], None]:
-    """``file.check_unchanged`` without a strong reference (the map it is given to is held by ``file``)."""
+def version_check(file: Any) -> Callable[[], None]:
+    """``file.check_unchanged`` without a strong reference (the map it is given to is held by ``file``):
+    a map's version check, for a local file or a remote one's sealed cache."""
     ref = weakref.ref(file)
 
     def check() -> None:

@@ -14,6 +14,12 @@ Pinning: once the index layer pins the object (``pin(stamp)``), every range read
 fails and raises :class:`~sjsonl.errors.StaleDataError`. Protocols without conditional reads are checked
 (size, ETag, mtime) when a read fails and in each new process, not on every read.
 
+The local chunk cache (:mod:`~sjsonl.storage.chunk_store`): reads are served from it once their chunks are
+in. Once it holds the whole object and is sealed (every chunk's CRC checked this boot), a process that
+looks (at most every :data:`MAP_RECHECK_SECONDS`) maps it whole: :attr:`RemoteFile.buffer` appears, and the
+layers above read it like a local file — in C, without a ``pread`` per batch. A process reading single
+records (``ds[i]``) decides once, at its first read; batches (a DataLoader's) decide at each batch.
+
 Range support: an HTTP server that ignores ``Range`` (answering 200 with the whole body) is refused when
 the file is opened — one probe for byte 1, which fsspec's HTTP file refuses from the response headers,
 without downloading the body — and every read checks it got exactly the bytes it asked for, so such a
@@ -45,6 +51,7 @@ from sjsonl.errors import DataFileError, StaleDataError, require
 from sjsonl.storage.base import DataStamp, data_file_error, fingerprint_of, iter_ranges
 from sjsonl.storage.chunk_fill import ChunkFiller
 from sjsonl.storage.chunk_store import ChunkStore, cache_settings
+from sjsonl.storage.local import CHECK_SECONDS, GUARDED, version_check
 from sjsonl.storage.retry import RetryPolicy, is_transient, with_retries
 
 #: Bytes per ranged request during an index scan, and how many are in flight at once.
@@ -57,6 +64,8 @@ _ETAG_KEYS = ("ETag", "etag", "md5Hash", "md5")
 _CONDITIONAL_PROTOCOLS = ("s3", "s3a")  # protocols whose reads take If-Match (s3fs: s3_additional_kwargs)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
 _HTTP_PROTOCOLS = ("http", "https")  # where the server may ignore a Range header
+#: Seconds between looks for a sealed (complete, checked) local cache to map, while there is none.
+MAP_RECHECK_SECONDS = 1.0
 
 
 def _check_seconds() -> float:
@@ -118,6 +127,7 @@ class RemoteFile:
         # per process: (pid, the chunk store and the version-check interval), (pid, the filler)
         self._store_state: tuple[int, ChunkStore | None, float] | None = None
         self._filler_state: tuple[int, ChunkFiller] | None = None
+        self._map_state: tuple[int, Any, float] | None = None  # (pid, the cache's map or None, next look)
         self._checked_at: tuple[int, float] | None = None  # (pid, monotonic time) of the last version check
         self._version_error: tuple[int, Exception] | None = None  # (pid, what a background check found)
         self._info = self._fetch_info()  # fails now, with a clear message, if the object is missing
@@ -182,7 +192,7 @@ class RemoteFile:
     def pin(self, stamp: DataStamp) -> None:
         """Read only the object version ``stamp`` describes (its ETag) from now on."""
         self.pinned = stamp
-        self._read_fs_state = self._store_state = self._filler_state = None
+        self._read_fs_state = self._store_state = self._filler_state = self._map_state = None
 
     def _store(self) -> ChunkStore | None:
         """This process's local chunk cache of the object (:mod:`~sjsonl.storage.chunk_store`), if any: only
@@ -265,8 +275,37 @@ class RemoteFile:
     def _filler(self, store: ChunkStore) -> ChunkFiller:
         state = self._filler_state
         if state is None or state[0] != os.getpid():
-            state = self._filler_state = (os.getpid(), ChunkFiller(store, self._fill))
+            filler = ChunkFiller(store, self._fill, idle=lambda: _seal_if_complete(store))
+            state = self._filler_state = (os.getpid(), filler)
         return state[1]
+
+    @property
+    def buffer(self) -> Any:
+        """The map's getter (``buffer()[a:b]``, as :meth:`~sjsonl.storage.MappedFile.buffer`) once the local
+        cache holds the whole object, sealed — else ``None``: reads by ranges (see the module)."""
+        state, pid = self._map_state, os.getpid()
+        if state is None or state[0] != pid or (state[1] is None and time.monotonic() >= state[2]):
+            state = self._map_state = (pid, self._map_cache(), time.monotonic() + MAP_RECHECK_SECONDS)
+        mapped = state[1]
+        return None if mapped is None else lambda: mapped
+
+    def _map_cache(self) -> Any:
+        """A guarded map of the sealed cache of the (pinned) object; ``None`` while it is not sealed — and
+        then, if it holds every chunk, the filler's thread is asked to seal it."""
+        store = self._store()
+        if store is None or GUARDED is None or self.pinned is None:
+            return None
+        if not store.sealed():
+            if store.complete():
+                self._filler(store).poke()
+            return None
+        every = min(CHECK_SECONDS, self._process_state()[2])  # (0: every read checks, as without the map)
+        return GUARDED(store.data_fd, self.size, version_check(self), every)
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`~sjsonl.errors.StaleDataError` once a version check found the object replaced
+        (checks at most every second, in the background: see :meth:`_check_version`)."""
+        self._check_version()
 
     def _check_version(self) -> None:
         """Reads served from the local cache ask the server nothing, so the pinned version is checked
@@ -354,6 +393,8 @@ class RemoteFile:
                         if lo >= start and hi <= end:
                             store.put(c, data[lo - start : hi - start])
             yield from got
+        if store is not None:  # (every chunk checked as it arrived: sealing reads nothing again)
+            _seal_if_complete(store)
 
     def open_file(self) -> Any:
         """A seekable file object (for the decompressors of ``s3://…/x.jsonl.gz``), one per caller."""
@@ -382,7 +423,7 @@ class RemoteFile:
         if state is not None and state[0] == os.getpid() and state[1] is not None:
             state[1].close()  # (the filler's thread holds no descriptor of its own)
         # fsspec's (cached, shared) instances are not ours to close
-        self._fs_state = self._read_fs_state = self._store_state = self._filler_state = None
+        self._fs_state = self._read_fs_state = self._store_state = self._filler_state = self._map_state = None
 
     # Pickling carries the URL and options; the receiving process makes its own filesystem.
     def __getstate__(self) -> dict:
@@ -396,8 +437,13 @@ class RemoteFile:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._fs_state = self._read_fs_state = self._store_state = self._checked_at = None
-        self._filler_state = self._version_error = None
+        self._filler_state = self._version_error = self._map_state = None
         self._fsspec = require("fsspec", "remote")
 
     def __repr__(self) -> str:
         return f"RemoteFile({self.path!r})"
+
+
+def _seal_if_complete(store: ChunkStore) -> None:
+    if store.complete() and not store.sealed():
+        store.seal()
