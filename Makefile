@@ -57,9 +57,16 @@ test-slow: $(VENV)/.all $(VENV)/.ray
 
 # Every suite: benchmarks/results/<suite>.json, then benchmarks/results/RESULTS.md and the README's figures
 # block generated from them (`benchmarks/run.py --only core,scan` re-runs some suites; `--quick` smoke-tests).
-bench: $(VENV)/.all $(VENV)/.ray  # (the clusters suite runs Ray)
+bench: $(VENV)/.all $(VENV)/.ray .venv-baselines/.done  # (the clusters suite runs Ray)
 	$(PIP) -e '.[bench]'  # torchtune, the packing suite's baseline
 	$(PY) benchmarks/run.py
+
+# MosaicML streaming and LitData for the remote suite, in an environment of their own: Mosaic pins numpy<2.2
+.venv-baselines/.done:
+	test -x .venv-baselines/bin/python || $(PYTHON) -m venv .venv-baselines
+	.venv-baselines/bin/python -m pip install -q --disable-pip-version-check 'torch==2.13.0' \
+		'mosaicml-streaming==0.13.0' 'litdata==0.2.76'
+	touch $@
 
 # The documentation site (mkdocs-material + mkdocstrings): guides in docs/, the API reference from the
 # docstrings, the benchmark tables from benchmarks/results/. --strict: any warning fails the build

@@ -14,15 +14,24 @@ batch from a new DataLoader iterator; each variant runs 3 times (the first epoch
 time) and the medians are reported (GETs and MB: of the last run). Corpora: 64 MiB of ~180-byte records
 and 128 MiB of ~2 KB ones (``--quick``: 8 and 16 MiB, 0 ms only).
 
+MosaicML ``streaming`` and LitData run on the same corpora, server and latencies, with their default shuffles
+(``remote_baselines.py``, in the ``.venv-baselines`` environment ``make bench`` makes: Mosaic cannot share
+sjsonl's numpy): each corpus converted first (MDS shards, LitData chunks: 64 MB by default; the seconds in
+the note), the shards uploaded, then the first 20,000 records of a shuffled epoch from an empty local cache,
+DataLoader with 4 workers, batch 64 — one run each (a run at 30 ms takes minutes), GETs counting whole-object
+ones.
+
     python benchmarks/bench_remote.py [--quick]
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +62,7 @@ COLUMNS = [
 RECORDS, RECORDS_UNCACHED = 20_000, 2_000
 WORKERS, BATCH = 4, 64
 RUNS = 3  # of each variant; the median is reported
+BASELINES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv-baselines")
 
 
 def _ids(batch: list[Any]) -> list[int]:
@@ -167,6 +177,55 @@ def _one_corpus(
             figure(f"{key}_{kind}_{latency * 1e3:.0f}ms", rate, "rec/s",
                    what=f"shuffled epoch from S3, {variant}, {ms} per request, {label}, DataLoader 4 workers",
                    median_of=RUNS, baseline="the local copy", baseline_value=local_rate)  # fmt: skip
+        proxy.set_faults()
+    return rows + _baselines(path, label, latencies, proxy, client, bucket, work, local_rate)
+
+
+def _baseline(*args: str) -> dict:
+    """One step of ``remote_baselines.py`` in the baselines' environment: its JSON answer."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remote_baselines.py")
+    out = subprocess.run([os.path.join(BASELINES, "bin", "python"), script, *args], capture_output=True,
+                         text=True, timeout=1800, env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"remote_baselines.py {args[0]} {args[1]} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _baselines(
+    path: str, label: str, latencies: list[float], proxy: Any, client: Any, bucket: str, work: str,
+    local_rate: float,
+) -> list[dict]:  # fmt: skip
+    """MosaicML ``streaming`` and LitData rows: convert, upload the shards, a shuffled epoch per latency."""
+    rows: list[dict] = []
+    for tool, name in (("mosaic", "MosaicML streaming (its shuffle)"), ("litdata", "LitData (its shuffle)")):
+        converted = os.path.join(work, f"{tool}-{label.split(',')[0]}")
+        seconds = _baseline("convert", tool, path, converted)["seconds"]
+        prefix = os.path.basename(converted)
+        for d, _, files in os.walk(converted):
+            for f in files:
+                key = f"{prefix}/{os.path.relpath(os.path.join(d, f), converted)}"
+                with open(os.path.join(d, f), "rb") as fh:
+                    data = fh.read()
+                client.put_object(Bucket=bucket, Key=key, Body=data)
+                proxy.serve_locally(bucket, key, data)
+        for latency in latencies:
+            proxy.set_faults(latency=latency)
+            cache = os.path.join(work, f"cache-{prefix}-{latency}")
+            proxy.reset_stats()
+            got = _baseline("epoch", tool, f"s3://{bucket}/{prefix}", proxy.endpoint, cache, str(RECORDS))
+            stats, per_k = proxy.stats(), 1000 / RECORDS
+            rows.append({
+                "corpus": label, "latency": f"{latency * 1e3:.0f} ms", "variant": name,
+                "records/s": f"{got['rate']:,.0f}", "first batch": f"{got['first']:.2f} s",
+                "GETs/1k rec": f"{(stats['ranged_gets'] + stats['whole_gets']) * per_k:.1f}",
+                "MB/1k rec": f"{stats['bytes_served'] * per_k / 1e6:.2f}",
+                "disk": f"{_disk(cache) / 2**20:.0f} MiB",
+                "note": f"{got['rate'] / local_rate:.2f}x the local copy; converted first in {seconds:.1f} s",
+            })  # fmt: skip
+            figure(f"{tool}_{label.split(',')[0]}_{latency * 1e3:.0f}ms", got["rate"], "rec/s",
+                   what=f"shuffled epoch from S3, {name}, {latency * 1e3:.0f} ms per request, {label}, "
+                   "DataLoader 4 workers", median_of=1, baseline="the local copy (sjsonl)",
+                   baseline_value=local_rate)  # fmt: skip
         proxy.set_faults()
     return rows
 

@@ -6,8 +6,9 @@ forwards every request to moto unchanged — method, path, query, headers (the c
 so a SigV4 signature stays valid; moto checks none by default anyway) and body — and streams the answer
 back, except:
 
-* ranged GETs of an object registered with :meth:`S3Proxy.serve_locally` are answered from its bytes in
-  O(range): ``206`` with moto's own ``ETag`` and ``Last-Modified``; a differing ``If-Match`` gets S3's
+* GETs (ranged or whole) of an object registered with :meth:`S3Proxy.serve_locally` are answered
+  from its bytes in O(range): ``206`` (``200`` for the whole object) with moto's own ``ETag`` and
+  ``Last-Modified``; a differing ``If-Match`` gets S3's
   ``412 PreconditionFailed``. A PUT, POST or DELETE of that key (forwarded) drops the registration;
 * faults, changeable at any time (:meth:`S3Proxy.set_faults`): latency on every request, and a share of
   requests (ranged GETs only, unless asked) answered ``503 SlowDown``, reset without an answer, or stalled;
@@ -47,7 +48,7 @@ _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 _CHUNK = 256 * 1024
 _STAT_NAMES = (
     "requests", "ranged_gets", "served_locally", "bytes_served", "forwarded", "errors_injected",
-    "resets_injected", "stalls_injected", "forbidden", "preconditions_failed",
+    "resets_injected", "stalls_injected", "forbidden", "preconditions_failed", "whole_gets",
 )  # fmt: skip
 
 
@@ -180,7 +181,7 @@ class S3Proxy:
 
     # ---- what the proxy does (any thread, any time)
     def serve_locally(self, bucket: str, key: str, data: bytes) -> str:
-        """Answer ranged GETs of ``s3://bucket/key`` from ``data`` (the bytes already PUT to moto, whose
+        """Answer GETs (ranged or whole) of ``s3://bucket/key`` from ``data`` (the bytes already PUT to moto, whose
         ETag and Last-Modified a HEAD now fetches and the answers carry). Returns the ETag."""
         opts = self._client_options
         client = boto3.client(
@@ -235,8 +236,9 @@ class S3Proxy:
 
     def stats(self) -> dict[str, int]:
         """Counters since the last :meth:`reset_stats`: ``requests`` (all), ``ranged_gets``,
-        ``served_locally`` (ranged GETs answered from registered bytes), ``bytes_served`` (body bytes of
-        ranged GETs, either way), ``forwarded`` (requests moto was asked), ``errors_injected``,
+        ``served_locally`` (GETs answered from registered bytes), ``whole_gets`` (those of them without a
+        range), ``bytes_served`` (body bytes of ranged GETs, either way, and of whole GETs answered from
+        registered bytes), ``forwarded`` (requests moto was asked), ``errors_injected``,
         ``resets_injected``, ``stalls_injected``, ``forbidden``, ``preconditions_failed`` (local 412s)."""
         with self._lock:
             return {name: self._stats[name] for name in _STAT_NAMES}
@@ -298,7 +300,7 @@ class S3Proxy:
                 self._local.pop((bucket, key), None)
             elif request.method == "POST" and "delete" in request.query:  # DeleteObjects: drop the bucket's
                 self._local = {bk: v for bk, v in self._local.items() if bk[0] != bucket}
-            local = self._local.get((bucket, key)) if ranged else None
+            local = self._local.get((bucket, key)) if request.method == "GET" else None
         if faults.latency > 0:
             await asyncio.sleep(faults.latency)
         if forbidden:
@@ -330,14 +332,14 @@ class S3Proxy:
         return web.Response(status=599)  # never reaches anyone: the transport is gone
 
     def _serve(self, request: web.Request, local: _Local) -> web.Response | None:
-        """A ranged GET answered from registered bytes; ``None``: leave it to moto (conditions other than
-        If-Match, several ranges, an unsatisfiable range)."""
+        """A GET (ranged, or of the whole object) answered from registered bytes; ``None``: leave it to moto
+        (conditions other than If-Match, several ranges, an unsatisfiable range, an empty object)."""
         headers = request.headers
         if any(h in headers for h in ("If-None-Match", "If-Modified-Since", "If-Unmodified-Since")):
             return None
         size = len(local.data)
-        span = _byte_range(headers["Range"], size)
-        if span is None:
+        span = _byte_range(headers["Range"], size) if "Range" in headers else (0, size - 1)
+        if span is None or size == 0:
             return None
         request_id = uuid.uuid4().hex[:16].upper()
         if "If-Match" in headers and not _etag_matches(headers["If-Match"], local.etag):
@@ -346,11 +348,13 @@ class S3Proxy:
             return s3_error(412, "PreconditionFailed", text, Condition="If-Match", RequestId=request_id)
         first, last = span
         body = local.data[first : last + 1]
-        self._count(served_locally=1, bytes_served=len(body))
-        out = {"Content-Range": f"bytes {first}-{last}/{size}", "Accept-Ranges": "bytes"}
+        ranged = "Range" in headers
+        self._count(served_locally=1, bytes_served=len(body), whole_gets=int(not ranged))
+        out = {"Content-Range": f"bytes {first}-{last}/{size}"} if ranged else {}
+        out["Accept-Ranges"] = "bytes"
         out |= {"ETag": local.etag, "Last-Modified": local.last_modified, "x-amz-request-id": request_id}
         out["Content-Type"] = local.content_type or "binary/octet-stream"
-        return web.Response(status=206, body=body, headers=out)
+        return web.Response(status=206 if ranged else 200, body=body, headers=out)
 
     async def _forward(self, request: web.Request, ranged: bool) -> web.StreamResponse:
         assert self._session is not None
