@@ -178,7 +178,79 @@ def _one_corpus(
                    what=f"shuffled epoch from S3, {variant}, {ms} per request, {label}, DataLoader 4 workers",
                    median_of=RUNS, baseline="the local copy", baseline_value=local_rate)  # fmt: skip
         proxy.set_faults()
+    rows += _half_cache(url, proxy, index_dir, work, label, len(data), local_rate)
     return rows + _baselines(path, label, latencies, proxy, client, bucket, work, local_rate)
+
+
+def belady_bytes(starts: Any, ends: Any, order: Any, capacity: int, chunk: int = 1 << 20) -> int:
+    """Bytes a cache of ``capacity`` bytes in ``chunk``-byte chunks must fetch to read the records at
+    ``order`` (record ``i`` is bytes ``starts[i]:ends[i]``) when it evicts the chunk next needed farthest in
+    the future — Belady's MIN, the optimum for a known order.
+
+    Example:
+        >>> belady_bytes([0, 10, 20], [10, 20, 30], [0, 2, 0, 1], capacity=10, chunk=10)
+        40
+        >>> belady_bytes([0, 10, 20], [10, 20, 30], [0, 2, 0, 1], capacity=20, chunk=10)
+        30
+    """
+    import heapq
+
+    seq = [c for i in order for c in range(int(starts[i]) // chunk, (int(ends[i]) - 1) // chunk + 1)]
+    never = len(seq)
+    nxt, seen = [never] * len(seq), {}
+    for k in range(len(seq) - 1, -1, -1):
+        nxt[k], seen[seq[k]] = seen.get(seq[k], never), k
+    slots, held, heap, fetched = max(1, capacity // chunk), {}, [], 0
+    for k, c in enumerate(seq):
+        if c not in held:
+            fetched += 1
+            while len(held) >= slots:  # evict the chunk used farthest ahead (stale heap entries skipped)
+                use, victim = heapq.heappop(heap)
+                if held.get(victim) == -use:
+                    del held[victim]
+        held[c] = nxt[k]
+        heapq.heappush(heap, (-nxt[k], c))
+    return fetched * chunk
+
+
+def _half_cache(
+    url: str, proxy: Any, index_dir: str, work: str, label: str, size: int, local_rate: float
+) -> list[dict]:  # fmt: skip
+    """At 0 ms, a cache limit of half the object: measured (the object is over the limit, so it is read by
+    ranges), and beside it the bytes Belady's optimal chunk cache of that size would fetch for the same
+    records (simulated from the sampler's order)."""
+    cache = os.path.join(work, f"chunks-half-{label.split(',')[0]}")
+    with environ("SJSONL_REMOTE_CACHE", cache), environ("SJSONL_REMOTE_CACHE_BYTES", str(size // 2)):
+
+        def fresh() -> JSONLDataset:
+            proxy.reset_stats()
+            return JSONLDataset(url, storage_options=proxy.options, index_dir=index_dir)
+
+        rate, first = _median_epoch(fresh, RECORDS)
+        stats = proxy.stats()
+        ds = fresh()
+    f = ds._files[0]
+    starts = f.offsets.astype("int64")
+    ends = [*starts[1:].tolist(), f.end]
+    order = list(DistributedSampler(ds, num_replicas=1, rank=0, seed=0))
+    per_k = 1000 / RECORDS
+    optimum = belady_bytes(starts, ends, order[:RECORDS], size // 2)
+    epoch = belady_bytes(starts, ends, order, size // 2)
+    rows = [
+        {"corpus": label, "latency": "0 ms", "variant": "cache limit half the object (measured)",
+         "records/s": f"{rate:,.0f}", "first batch": f"{first:.2f} s",
+         "GETs/1k rec": f"{stats['ranged_gets'] * per_k:.1f}",
+         "MB/1k rec": f"{stats['bytes_served'] * per_k / 1e6:.2f}", "disk": f"{_disk(cache) / 2**20:.0f} MiB",
+         "note": f"{rate / local_rate:.2f}x the local copy; over the limit: read by ranges, nothing cached"},
+        {"corpus": label, "latency": "—",
+         "variant": "Belady's optimum, chunk cache of half the object (simulated)",
+         "MB/1k rec": f"{optimum * per_k / 1e6:.2f}",
+         "note": f"a whole epoch: {epoch / size:.1f}x the object's bytes (1 MiB chunks, the same order)"},
+    ]  # fmt: skip
+    figure(f"half_cache_mb_{label.split(',')[0]}", stats["bytes_served"] * per_k / 1e6, "MB/1k rec",
+           what=f"bytes fetched per 1,000 records, cache limit half the object ({label}), 0 ms", median_of=1,
+           baseline="Belady's optimum for that cache", baseline_value=optimum * per_k / 1e6)  # fmt: skip
+    return rows
 
 
 def _baseline(*args: str) -> dict:

@@ -109,9 +109,8 @@ def epoch(tool: str, url: str, endpoint: str, cache: str, records: int) -> tuple
         ds: Any = StreamingDataset(remote=url, local=cache, shuffle=True, shuffle_seed=0, batch_size=BATCH)
         loader: Any = torch.utils.data.DataLoader(ds, batch_size=BATCH, num_workers=WORKERS, collate_fn=_ids)
     else:
-        from litdata import StreamingDataLoader, StreamingDataset
-
         import obstore.store
+        from litdata import StreamingDataLoader, StreamingDataset
 
         real = obstore.store.S3Store  # LitData fetches chunks with obstore, which refuses http:// unless told
 

@@ -49,6 +49,7 @@ _CHUNK = 256 * 1024
 _STAT_NAMES = (
     "requests", "ranged_gets", "served_locally", "bytes_served", "forwarded", "errors_injected",
     "resets_injected", "stalls_injected", "forbidden", "preconditions_failed", "whole_gets",
+    "max_in_flight",
 )  # fmt: skip
 
 
@@ -122,6 +123,7 @@ class S3Proxy:
         self._local: dict[tuple[str, str], _Local] = {}
         self._forbidden: set[tuple[str, str]] = set()
         self._stats: Counter[str] = Counter()
+        self._in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -181,8 +183,8 @@ class S3Proxy:
 
     # ---- what the proxy does (any thread, any time)
     def serve_locally(self, bucket: str, key: str, data: bytes) -> str:
-        """Answer GETs (ranged or whole) of ``s3://bucket/key`` from ``data`` (the bytes already PUT to moto, whose
-        ETag and Last-Modified a HEAD now fetches and the answers carry). Returns the ETag."""
+        """Answer GETs (ranged or whole) of ``s3://bucket/key`` from ``data`` (the bytes already PUT to
+        moto, whose ETag and Last-Modified a HEAD now fetches and the answers carry). Returns the ETag."""
         opts = self._client_options
         client = boto3.client(
             "s3",
@@ -239,7 +241,8 @@ class S3Proxy:
         ``served_locally`` (GETs answered from registered bytes), ``whole_gets`` (those of them without a
         range), ``bytes_served`` (body bytes of ranged GETs, either way, and of whole GETs answered from
         registered bytes), ``forwarded`` (requests moto was asked), ``errors_injected``,
-        ``resets_injected``, ``stalls_injected``, ``forbidden``, ``preconditions_failed`` (local 412s)."""
+        ``resets_injected``, ``stalls_injected``, ``forbidden``, ``preconditions_failed`` (local 412s);
+        and ``max_in_flight``, the most requests the proxy held at once."""
         with self._lock:
             return {name: self._stats[name] for name in _STAT_NAMES}
 
@@ -290,6 +293,16 @@ class S3Proxy:
             self._stats.update(counts)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        with self._lock:
+            self._in_flight += 1
+            self._stats["max_in_flight"] = max(self._stats["max_in_flight"], self._in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         bucket, key = _bucket_key(request.rel_url.raw_path)
         ranged = request.method == "GET" and "Range" in request.headers
         with self._lock:

@@ -51,6 +51,7 @@ from sjsonl.errors import DataFileError, StaleDataError, require
 from sjsonl.storage.base import DataStamp, data_file_error, fingerprint_of, iter_ranges
 from sjsonl.storage.chunk_fill import ChunkFiller
 from sjsonl.storage.chunk_store import ChunkStore, cache_settings
+from sjsonl.storage.fetch import fetcher_for
 from sjsonl.storage.local import CHECK_SECONDS, GUARDED, version_check
 from sjsonl.storage.retry import RetryPolicy, is_transient, with_retries
 
@@ -348,8 +349,8 @@ class RemoteFile:
             self._checked_at = None
 
     def _fetch(self, wanted: Sequence[tuple[int, int]]) -> list[bytes]:
-        """The ranges from the server, concurrently; the ranges that failed transiently are asked again
-        (:mod:`~sjsonl.storage.retry`), any other failure raises at once."""
+        """The ranges from the server, concurrently (:mod:`~sjsonl.storage.fetch`); the ranges that failed
+        transiently are asked again (:mod:`~sjsonl.storage.retry`), any other failure raises at once."""
         out = [b""] * len(wanted)
         todo = [k for k, (s, e) in enumerate(wanted) if e > s]
         policy = RetryPolicy.from_env()
@@ -357,9 +358,8 @@ class RemoteFile:
             if not todo:
                 break
             fs, key = self._read_fs()
-            starts, ends = [wanted[k][0] for k in todo], [wanted[k][1] for k in todo]
-            try:
-                got = fs.cat_ranges([key] * len(todo), starts, ends, on_error="return")
+            try:  # (under the host's window of requests in flight, the slowest hedged: storage.fetch)
+                got = fetcher_for(self.path).fetch(fs, key, [wanted[k] for k in todo])
             except Exception as exc:  # the whole call failed (the filesystem itself)
                 got = [exc] * len(todo)
             failed = []
