@@ -247,7 +247,7 @@ def _half_cache(
          "MB/1k rec": f"{optimum * per_k / 1e6:.2f}",
          "note": f"a whole epoch: {epoch / size:.1f}x the object's bytes (1 MiB chunks, the same order)"},
     ]  # fmt: skip
-    figure(f"half_cache_mb_{label.split(',')[0]}", stats["bytes_served"] * per_k / 1e6, "MB/1k rec",
+    figure(f"half_cache_mb_{label.split(',')[0]}", stats["bytes_served"] * per_k / 1e6, "MB",
            what=f"bytes fetched per 1,000 records, cache limit half the object ({label}), 0 ms", median_of=1,
            baseline="Belady's optimum for that cache", baseline_value=optimum * per_k / 1e6)  # fmt: skip
     return rows

@@ -13,6 +13,7 @@ which serves ranged GETs of registered objects itself, in O(range)):
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -221,3 +222,20 @@ def test_the_filler_seals_the_store_it_completes(remote, monkeypatch, tmp_path):
     remote.reset_stats()
     assert [r["i"] for r in again[[79_999, 0, 40_000]]] == [79_999, 0, 40_000]
     assert remote.stats()["ranged_gets"] == 0
+
+
+def test_a_complete_store_found_unsealed_is_sealed_in_the_background_then_mapped(remote, monkeypatch):
+    """A store whose chunks all arrived but that nobody sealed (its filler was killed first, say): the
+    first look for a map finds none and asks the filler's thread to seal it; a later look maps it."""
+    monkeypatch.setattr("sjsonl.storage.remote.MAP_RECHECK_SECONDS", 0.0)
+    url = remote.put(body())
+    ds = JSONLDataset(url, storage_options=remote.options)  # the scan fills the cache and seals it
+    storage = ds._files[0].storage
+    store = storage._store()
+    where = store.count * 8
+    os.pwrite(store._table, b"\0" * 32, where)  # the seal wiped: complete, unsealed
+    fresh = JSONLDataset(url, storage_options=remote.options)._files[0].storage
+    assert fresh._store().complete() and not fresh._store().sealed()
+    assert fresh.buffer is None  # not yet: the filler's thread was asked to seal it
+    assert fresh._filler(fresh._store()).wait(60) and fresh._store().sealed()
+    assert fresh.buffer is not None and fresh.buffer()[0:20] == body()[0:20]
