@@ -215,8 +215,11 @@ def test_the_filler_seals_the_store_it_completes(remote, monkeypatch, tmp_path):
     store = storage._store()
     assert storage.buffer is None and not store.sealed()
     filler = storage._filler(store)
+    missing = store.missing(range(store.count))  # (the open's head and tail hash brought the first and last)
+    remote.reset_stats()
     filler.want(list(range(store.count)))
     assert filler.wait(60) and store.sealed()
+    assert len(missing) >= 3 and remote.stats()["ranged_gets"] < len(missing)  # adjacent chunks: one request
     again = JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
     assert again._files[0].storage.buffer is not None
     remote.reset_stats()

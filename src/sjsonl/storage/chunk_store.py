@@ -151,6 +151,11 @@ class ChunkStore:
             out.append(c)
         return out
 
+    def absent(self, chunk: int) -> bool:
+        """Whether the table marks ``chunk`` absent (one 8-byte read; a present one is not checked here)."""
+        entry = os.pread(self._table, _ENTRY.size, chunk * _ENTRY.size)
+        return len(entry) < _ENTRY.size or entry[4] != 1
+
     def put(self, chunk: int, data: bytes) -> None:
         """Store chunk ``chunk``'s bytes (its whole span), then mark it present."""
         start, end = self.span(chunk)

@@ -9,11 +9,12 @@ grows back, and hedged requests for the slowest.
   and follows AIMD, as TCP does: each success adds ``1 / window`` (one more request per window of
   successes), and a throttling answer (S3's ``503 SlowDown``) halves it, at most once a second — a storm
   of 503s brings it down to a few requests within seconds, and it climbs back once they stop. Its ceiling
-  is ``$SJSONL_REMOTE_CONCURRENCY`` (64), and never more than the client's connection pool (s3fs:
-  botocore's ``max_pool_connections``, 10 unless ``config_kwargs`` raise it). 64 is Little's law for the
-  rates a training process needs: requests in flight = requests/s × latency, so 64 at S3's ~30 ms is
-  ~2,000 requests a second per process — past what a node's DataLoader workers consume, since a request
-  brings a batch's merged ranges or a whole 1 MiB chunk.
+  is ``$SJSONL_REMOTE_CONCURRENCY`` (64), and never more than the client's connection pool (botocore's
+  ``max_pool_connections``, 10 unless ``config_kwargs`` raise it: on the test server, which shares the
+  machine's 2 cores, 64 connections per process delivered fewer records a second than 10). 64 is
+  Little's law for the rates a training process needs: requests in flight = requests/s × latency, so 64
+  at S3's ~30 ms is ~2,000 requests a second per process — past what a node's DataLoader workers
+  consume, since a request brings a batch's merged ranges or a few MiB of chunks.
 - **Hedging.** A request not answered after ``hedge_after()`` seconds — twice the 95th percentile of the
   process's recent request times, between 0.2 and 2 s (2 s until 32 are known; AWS advises re-issuing the
   slowest requests past a high percentile or about 2 s) — is sent again (and once more after as long
@@ -117,10 +118,7 @@ class RangeFetcher:
     """Ranges of one object through an fsspec filesystem, under the window, hedged (see the module)."""
 
     def __init__(self, ceiling: int | None = None) -> None:
-        raw = os.environ.get("SJSONL_REMOTE_CONCURRENCY", "")
-        if ceiling is None:
-            ceiling = int(raw) if raw.strip().isdigit() and int(raw) > 0 else CONCURRENCY
-        self.window, self.times = Window(ceiling), RequestTimes()
+        self.window, self.times = Window(fetch_ceiling() if ceiling is None else ceiling), RequestTimes()
         self.hedged = self.hedge_wins = 0  # copies sent again, and answers a copy gave first (diagnosis)
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -190,6 +188,12 @@ class RangeFetcher:
         finally:
             for t in tasks:
                 t.cancel()
+
+
+def fetch_ceiling() -> int:
+    """The window's ceiling: ``$SJSONL_REMOTE_CONCURRENCY``, else :data:`CONCURRENCY`."""
+    raw = os.environ.get("SJSONL_REMOTE_CONCURRENCY", "")
+    return int(raw) if raw.strip().isdigit() and int(raw) > 0 else CONCURRENCY
 
 
 def _pool_size(fs: Any) -> int:

@@ -65,6 +65,8 @@ _ETAG_KEYS = ("ETag", "etag", "md5Hash", "md5")
 _CONDITIONAL_PROTOCOLS = ("s3", "s3a")  # protocols whose reads take If-Match (s3fs: s3_additional_kwargs)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
 _HTTP_PROTOCOLS = ("http", "https")  # where the server may ignore a Range header
+#: The background filler's requests: up to FILL_RUN adjacent chunks each, FILL_MOST chunks a call.
+FILL_RUN, FILL_MOST = 4, 16
 #: Seconds between looks for a sealed (complete, checked) local cache to map, while there is none.
 MAP_RECHECK_SECONDS = 1.0
 
@@ -265,18 +267,33 @@ class RemoteFile:
             self._fill(store, missing)
         return [store.read(s, e) if e > s else b"" for s, e in wanted]
 
-    def _fill(self, store: ChunkStore, chunks: Sequence[int]) -> None:
-        """Fetch ``chunks`` into ``store`` (those another process fetched meanwhile are not asked again)."""
+    def _fill(self, store: ChunkStore, chunks: Sequence[int], runs: bool = False) -> None:
+        """Fetch ``chunks`` into ``store`` (those another process fetched meanwhile are not asked again).
+        ``runs`` (the background filler): each chunk with the missing ones after it, up to
+        :data:`FILL_RUN` chunks in one request and :data:`FILL_MOST` in all — a shuffled epoch needs every
+        chunk soon, and one request of a few MiB costs a round trip where several of 1 MiB cost several."""
+        if runs:
+            chunks = _with_runs(store, chunks)
         with store.locked(chunks):
             todo = store.missing(chunks)
-            if todo:
-                for c, data in zip(todo, self._fetch([store.span(c) for c in todo])):
-                    store.put(c, data)
+            groups: list[list[int]] = []
+            for c in todo:
+                if groups and c == groups[-1][-1] + 1 and len(groups[-1]) < FILL_RUN:
+                    groups[-1].append(c)
+                else:
+                    groups.append([c])
+            spans = [(store.span(g[0])[0], store.span(g[-1])[1]) for g in groups]
+            for group, (base, _), data in zip(groups, spans, self._fetch(spans)):
+                for c in group:
+                    lo, hi = store.span(c)
+                    store.put(c, data[lo - base : hi - base])
 
     def _filler(self, store: ChunkStore) -> ChunkFiller:
         state = self._filler_state
         if state is None or state[0] != os.getpid():
-            filler = ChunkFiller(store, self._fill, idle=lambda: _seal_if_complete(store))
+            filler = ChunkFiller(
+                store, lambda s, cs: self._fill(s, cs, runs=True), idle=lambda: _seal_if_complete(store)
+            )
             state = self._filler_state = (os.getpid(), filler)
         return state[1]
 
@@ -442,6 +459,21 @@ class RemoteFile:
 
     def __repr__(self) -> str:
         return f"RemoteFile({self.path!r})"
+
+
+def _with_runs(store: ChunkStore, chunks: Sequence[int]) -> list[int]:
+    """``chunks``, each followed by the next ones up to :data:`FILL_RUN` in all, while the table marks them
+    absent; at most :data:`FILL_MOST` (ascending)."""
+    wanted: set[int] = set()
+    for c in chunks:
+        wanted.add(c)
+        for nxt in range(c + 1, min(store.count, c + FILL_RUN)):
+            if len(wanted) >= FILL_MOST or not store.absent(nxt):
+                break
+            wanted.add(nxt)
+        if len(wanted) >= FILL_MOST:
+            break
+    return sorted(wanted)
 
 
 def _seal_if_complete(store: ChunkStore) -> None:
