@@ -283,8 +283,25 @@ def _baselines(
         for latency in latencies:
             proxy.set_faults(latency=latency)
             cache = os.path.join(work, f"cache-{prefix}-{latency}")
-            proxy.reset_stats()
-            got = _baseline("epoch", tool, f"s3://{bucket}/{prefix}", proxy.endpoint, cache, str(RECORDS))
+            failed = ""
+            for attempt in range(3):  # (a Mosaic worker once read a sample it could not decode: run again)
+                try:
+                    proxy.reset_stats()
+                    got = _baseline(
+                        "epoch",
+                        tool,
+                        f"s3://{bucket}/{prefix}",
+                        proxy.endpoint,
+                        f"{cache}-{attempt}",
+                        str(RECORDS),
+                    )
+                    break
+                except RuntimeError as exc:
+                    failed = str(exc).splitlines()[-1]
+                    if attempt == 2:
+                        raise
+            cache = f"{cache}-{attempt}"
+            retried = f"; run {attempt + 1} (before: {failed[:80]})" if attempt else ""
             stats, per_k = proxy.stats(), 1000 / RECORDS
             rows.append({
                 "corpus": label, "latency": f"{latency * 1e3:.0f} ms", "variant": name,
@@ -292,7 +309,8 @@ def _baselines(
                 "GETs/1k rec": f"{(stats['ranged_gets'] + stats['whole_gets']) * per_k:.1f}",
                 "MB/1k rec": f"{stats['bytes_served'] * per_k / 1e6:.2f}",
                 "disk": f"{_disk(cache) / 2**20:.0f} MiB",
-                "note": f"{got['rate'] / local_rate:.2f}x the local copy; converted first in {seconds:.1f} s",
+                "note": f"{got['rate'] / local_rate:.2f}x the local copy; converted first in {seconds:.1f} s"
+                + retried,
             })  # fmt: skip
             figure(f"{tool}_{label.split(',')[0]}_{latency * 1e3:.0f}ms", got["rate"], "rec/s",
                    what=f"shuffled epoch from S3, {name}, {latency * 1e3:.0f} ms per request, {label}, "
