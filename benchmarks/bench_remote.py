@@ -289,7 +289,7 @@ def _baselines(
         for latency in latencies:
             proxy.set_faults(latency=latency)
             cache = os.path.join(work, f"cache-{prefix}-{latency}")
-            failed = ""
+            failed, got = "", {}
             for attempt in range(3):  # (a Mosaic worker once read a sample it could not decode: run again)
                 try:
                     proxy.reset_stats()
@@ -303,9 +303,12 @@ def _baselines(
                     )
                     break
                 except RuntimeError as exc:
-                    failed = str(exc).splitlines()[-1]
-                    if attempt == 2:
-                        raise
+                    failed = next((ln for ln in reversed(str(exc).splitlines()) if ln.strip()), "")
+                    got = {}
+            if not got:  # three failed runs: a row that says so (the cause was not found)
+                rows.append({"corpus": label, "latency": f"{latency * 1e3:.0f} ms", "variant": name,
+                             "note": f"failed 3 runs: {failed[:120]}"})  # fmt: skip
+                continue
             cache = f"{cache}-{attempt}"
             retried = f"; run {attempt + 1} (before: {failed[:80]})" if attempt else ""
             stats, per_k = proxy.stats(), 1000 / RECORDS

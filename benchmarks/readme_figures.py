@@ -68,11 +68,11 @@ KEYS = [
     "packing.efficiency_bfd",
     "remote.nocache_short_30ms",
     "remote.epoch1_short_30ms",
-    "remote.epoch2_short_30ms",
+    "remote.epoch2whole_short_30ms",
     "remote.mosaic_short_30ms",
     "remote.epoch1_long_30ms",
     "remote.mosaic_long_30ms",
-    "remote.epoch2_long_30ms",
+    "remote.epoch2whole_long_30ms",
 ]
 
 _SIZES = {"B/rec", "MB", "MiB"}
