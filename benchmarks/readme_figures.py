@@ -69,9 +69,7 @@ KEYS = [
     "remote.nocache_short_30ms",
     "remote.epoch1_short_30ms",
     "remote.epoch2whole_short_30ms",
-    "remote.mosaic_short_30ms",
     "remote.epoch1_long_30ms",
-    "remote.mosaic_long_30ms",
     "remote.epoch2whole_long_30ms",
 ]
 
