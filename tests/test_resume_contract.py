@@ -385,7 +385,12 @@ def check_resume(corpus: Callable, maker: Maker, n: int, p: Params, k_of: Callab
         with pytest.raises(InvalidArgumentError, match=r"^cannot resume"):
             other.resume(as_json)
         return
-    other.resume(as_json)
+    try:
+        other.resume(as_json)
+    except InvalidArgumentError as exc:  # two epochs of a tiny corpus gave the same items by chance: an
+        # object that knows its order by seed and epoch may still refuse a state saved for another one
+        assert maker.epoch_rule == "refused" and str(exc).startswith("cannot resume"), exc
+        return
     got = list(other.read())
     if maker.end_at_any_epoch and k == len(full) and p.workers == 0:
         assert got == []

@@ -57,7 +57,12 @@ HEDGE_COPIES = 3
 
 
 def is_throttling(exc: BaseException) -> bool:
-    """Whether a failure is the server asking for fewer requests (S3 ``503 SlowDown``; s3fs: ``EBUSY``)."""
+    """Whether a failure is the server asking for fewer requests (S3 ``503 SlowDown``; s3fs: ``EBUSY``).
+
+    Example:
+        >>> is_throttling(OSError(16, "Please reduce your request rate.")), is_throttling(FileNotFoundError())
+        (True, False)
+    """
     import errno
 
     if isinstance(exc, OSError) and exc.errno == errno.EBUSY:
@@ -115,7 +120,15 @@ class RequestTimes:
 
 
 class RangeFetcher:
-    """Ranges of one object through an fsspec filesystem, under the window, hedged (see the module)."""
+    """Ranges of one object through an fsspec filesystem, under the window, hedged (see the module).
+
+    Example:
+        >>> import fsspec, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.bin")
+        >>> _ = open(path, "wb").write(b"0123456789")
+        >>> RangeFetcher().fetch(fsspec.filesystem("file"), path, [(0, 3), (5, 7)])  # (not async: cat_ranges)
+        [b'012', b'56']
+    """
 
     def __init__(self, ceiling: int | None = None) -> None:
         self.window, self.times = Window(fetch_ceiling() if ceiling is None else ceiling), RequestTimes()
@@ -210,7 +223,12 @@ _FETCHERS_LOCK = threading.Lock()
 
 
 def fetcher_for(url: str) -> RangeFetcher:
-    """This process's fetcher for ``url``'s host (protocol and bucket or server)."""
+    """This process's fetcher for ``url``'s host (protocol and bucket or server).
+
+    Example:
+        >>> fetcher_for("s3://bucket/a.jsonl") is fetcher_for("s3://bucket/b.jsonl")
+        True
+    """
     protocol, _, rest = url.partition("://")
     where = (os.getpid(), f"{protocol}://{rest.split('/', 1)[0]}")
     with _FETCHERS_LOCK:
