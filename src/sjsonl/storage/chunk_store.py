@@ -185,12 +185,17 @@ class ChunkStore:
             for c in held:
                 fcntl.lockf(self._table, fcntl.LOCK_UN, _ENTRY.size, c * _ENTRY.size)
 
+    def _entries(self) -> tuple[bytes, bool]:
+        """The chunk table's entries, and whether every chunk is marked present."""
+        entries = os.pread(self._table, self.count * _ENTRY.size, 0)
+        return entries, self.count > 0 and entries[4 :: _ENTRY.size] == b"\1" * self.count
+
     def _seal_record(self) -> bytes | None:
         """What a seal made now would hold (with its CRC), or ``None`` while a chunk is absent or there is
         no boot id."""
         boot = boot_id()
-        entries = os.pread(self._table, self.count * _ENTRY.size, 0)
-        if boot is None or self.count == 0 or entries[4 :: _ENTRY.size] != b"\1" * self.count:
+        entries, complete = self._entries()
+        if boot is None or not complete:
             return None
         st = os.fstat(self._data)
         record = _SEAL.pack(_SEAL_MAGIC, boot, st.st_ino, st.st_size, st.st_mtime_ns, zlib.crc32(entries))
@@ -198,8 +203,7 @@ class ChunkStore:
 
     def complete(self) -> bool:
         """Whether every chunk is marked present (not yet checked: see :meth:`seal`)."""
-        entries = os.pread(self._table, self.count * _ENTRY.size, 0)
-        return self.count > 0 and entries[4 :: _ENTRY.size] == b"\1" * self.count
+        return self._entries()[1]
 
     def sealed(self) -> bool:
         """Whether a seal vouches for every chunk (see the module): its bytes may be read with no check."""

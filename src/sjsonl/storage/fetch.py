@@ -48,27 +48,14 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from sjsonl.storage.retry import is_throttling
+
 #: Ceiling of the window: requests in flight per process (``$SJSONL_REMOTE_CONCURRENCY`` overrides it).
 CONCURRENCY = 64
 #: Hedge delay bounds (seconds), and how many request times make the percentile trusted.
 HEDGE_MIN, HEDGE_MAX, HEDGE_SAMPLES = 0.2, 2.0, 32
 #: Copies of one request at most (the first and two hedges, each sent after another hedge delay).
 HEDGE_COPIES = 3
-
-
-def is_throttling(exc: BaseException) -> bool:
-    """Whether a failure is the server asking for fewer requests (S3 ``503 SlowDown``; s3fs: ``EBUSY``).
-
-    Example:
-        >>> is_throttling(OSError(16, "Please reduce your request rate.")), is_throttling(FileNotFoundError())
-        (True, False)
-    """
-    import errno
-
-    if isinstance(exc, OSError) and exc.errno == errno.EBUSY:
-        return True
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(word in text for word in ("slowdown", "slow down", "reduce your request rate", "503"))
 
 
 class Window:

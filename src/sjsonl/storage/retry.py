@@ -37,9 +37,10 @@ _TRANSIENT_ERRNOS = {
     errno.EBUSY, errno.EREMOTEIO, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNABORTED, errno.ECONNREFUSED,
     errno.EPIPE, errno.EAGAIN,
 }  # fmt: skip
+_THROTTLING_WORDS = ("slowdown", "slow down", "reduce your request rate")
 _TRANSIENT_WORDS = (
-    "slowdown", "slow down", "reduce your request rate", "service unavailable", "internal error", "timeout",
-    "timed out", "connection reset", "server disconnected", "payload",
+    *_THROTTLING_WORDS, "service unavailable", "internal error", "timeout", "timed out", "connection reset",
+    "server disconnected", "payload",
 )  # fmt: skip
 
 
@@ -76,6 +77,20 @@ def is_transient(exc: BaseException) -> bool:
         return True
     text = f"{name} {exc}".lower()
     return any(word in text for word in _TRANSIENT_WORDS)
+
+
+def is_throttling(exc: BaseException) -> bool:
+    """Whether a failure is the server asking for fewer requests (S3 ``503 SlowDown``; s3fs: ``EBUSY``) —
+    transient, and a reason to send fewer at once (:mod:`~sjsonl.storage.fetch`).
+
+    Example:
+        >>> is_throttling(OSError(16, "Please reduce your request rate.")), is_throttling(FileNotFoundError())
+        (True, False)
+    """
+    if isinstance(exc, OSError) and exc.errno == errno.EBUSY:
+        return True
+    text = f"{type(exc).__name__} {exc}".lower()
+    return "503" in text or any(word in text for word in _THROTTLING_WORDS)
 
 
 def with_retries(call: Callable[[], T], policy: RetryPolicy | None = None) -> T:
