@@ -42,6 +42,7 @@ setup(
         Extension(
             "sjsonl.records._types",
             ["src/sjsonl/records/_types.c"],
+            depends=["src/sjsonl/records/_string_avx2.h"],
             optional=True,
             extra_compile_args=["-O3"],
         ),

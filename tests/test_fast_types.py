@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,21 @@ _REFUSED = object()
 
 def check_lines(lines: list[bytes]) -> list[int]:
     """The compiled pass over ``lines`` equals the rules over the decoder's values, each record it hands
-    back typed by the rules; a record the decoder refuses is one it handed back. The records handed back."""
+    back typed by the rules; a record the decoder refuses is one it handed back — on both ways of reading
+    strings (AVX2 where the CPU has it, and SSE2), which hand back the same records. Those records."""
+    native = fast_types.NATIVE
+    assert native is not None
+    was = native.use_avx2(False)
+    try:
+        handed = _check_lines(lines)
+    finally:
+        native.use_avx2(was)
+    if was:
+        assert _check_lines(lines) == handed, lines
+    return handed
+
+
+def _check_lines(lines: list[bytes]) -> list[int]:
     data, bounds = _bounds(lines)
     handed: list[int] = []
     got = RecordSchema()
@@ -267,7 +282,18 @@ def test_what_is_handed_back() -> None:
         assert check_lines([b'{"a": 2, "z": [1]}', line, b'{"b": 3}']) == [1], line
 
 
-def test_utf8_in_strings_as_the_strict_decoder() -> None:
+@pytest.fixture(params=["avx2", "sse2"])
+def string_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Both ways string bodies are read in C: with AVX2 (where the CPU has it) and the SSE2/scalar loop."""
+    native = fast_types.NATIVE
+    assert native is not None
+    if not native.use_avx2(request.param == "avx2") and request.param == "avx2":
+        missing("this CPU has no AVX2", "SJSONL_REQUIRE_AVX2")
+    yield request.param
+    native.use_avx2(True)
+
+
+def test_utf8_in_strings_as_the_strict_decoder(string_path: str) -> None:
     """Every lead byte with every second byte, 3- and 4-byte leads with edge continuations, inside a string:
     typed in C exactly when Python's strict decoder takes the bytes (no overlong forms, surrogates, or cut
     sequences)."""
@@ -285,6 +311,46 @@ def test_utf8_in_strings_as_the_strict_decoder() -> None:
     handed = [p for p in fast_types.scan_parts(data, bounds, 0, len(lines)) if isinstance(p, int)]
     valid = [k for k, seq in enumerate(seqs) if _decodes(seq)]
     assert sorted(set(range(len(seqs))) - set(handed)) == valid
+
+
+def test_utf8_across_block_boundaries_as_the_strict_decoder(string_path: str) -> None:
+    """The AVX2 path checks 32 bytes at a time, each block with the one before it: every kind of sequence
+    (well formed, cut short, overlong, a surrogate, too large, a stray continuation) at every offset around
+    the first two block boundaries of a string, before its closing quote, an escape or a control byte,
+    and right at the end of the buffer (the last block is read short) — as the strict decoder takes it."""
+    seqs = [
+        "é".encode(), "数".encode(), "🚀".encode(), b"\xc3", b"\xe6\x95", b"\xf0\x9f\x9a", b"\xc0\xaf",
+        b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x80", b"\xbf\xbf", "é".encode() + b"\x80",
+    ]  # fmt: skip
+    lines, valid = [], []
+    for offset in range(0, 70):
+        for seq in seqs:
+            for before, after in [(b"", b""), (b"", b"\\n"), (b"\\t", b"z"), ("数".encode() * 7, b"")]:
+                text = before + b"a" * offset + seq + after
+                lines.append(b'{"a": "' + text + b'"}')
+                valid.append(_decodes(text))
+    lines.append(b'{"a": "x' + b"y" * 40 + "é".encode() + b"\x01" + b'"}')  # a control byte stops it: refused
+    valid.append(False)
+    data, bounds = _bounds(lines)
+    for end_of_buffer in (False, True):
+        handed = []
+        for k in range(len(lines)):  # each record alone in its buffer too: its last block is read short
+            one = data[bounds[k] : bounds[k + 1]] if end_of_buffer else data
+            at = (np.array([0, len(one)], np.int64), 0) if end_of_buffer else (bounds, k)
+            parts = fast_types.scan_parts(one, at[0], at[1], at[1] + 1)
+            handed += [k for p in parts if isinstance(p, int)]
+        assert sorted(set(range(len(lines))) - set(handed)) == [k for k, v in enumerate(valid) if v]
+
+
+def test_long_strings_with_escapes_and_text_type_as_the_rules(string_path: str) -> None:
+    """Strings of hundreds of characters — text in many scripts, escapes among them, keys after them."""
+    rng = np.random.default_rng(7)
+    words = ["data", "café", "训练", "テキスト", "🎮", "\\n", '\\"', "\\u00e9", "x" * 40, "✓", " "]
+    lines = []
+    for i in range(300):
+        text = "".join(rng.choice(words, size=int(rng.integers(0, 200))))
+        lines.append(f'{{"id": {i}, "text": "{text}", "n": [{i}, 1.5]}}'.encode())
+    assert check_lines(lines) == []
 
 
 # ------------------------------------------------------------------------------------------ files

@@ -26,6 +26,11 @@
    (...808 with a minus sign); a number with a fraction or an exponent is a float ("1.0", "1e5"), as both
    decoders parse it.
 
+   Strings: where the CPU has AVX2, a string's body is read 32 bytes at a time with its UTF-8 checked in the
+   same pass (_string_avx2.h; a short string's first 16 bytes are looked at inline first); elsewhere by the
+   SSE2 loop below, which checks each non-ASCII sequence byte by byte. Both give the same answer (the tests
+   run both: use_avx2()).
+
    Rectangular lists: a list value is typed by one walk that records, for each depth, the length every list
    there must have and whether its elements are lists or scalars; it is rectangular (schema._list_shape)
    exactly when those agree everywhere and no element is null or an object.
@@ -39,6 +44,7 @@
 #include <emmintrin.h>
 #define USE_SSE2 1
 #endif
+#include "_string_avx2.h"
 
 #define MAXD 128      /* nesting deeper than this is handed back (the decoders have their own limits) */
 #define MAX_DIGITS 640 /* longer integers are handed back (see the header) */
@@ -86,6 +92,7 @@ static Sig merge(Sig a, Sig b) {
 /* ------------------------------------------------------------------------------------------ the scanner */
 typedef struct {
     const unsigned char *p, *end;
+    const unsigned char *limit; /* the end of the buffer: readable past `end` (string_body_avx2) */
     /* the list being typed (shape_list): per depth, the length of its lists (-1: none seen) and what their
        elements are (0 none seen, 1 lists, 2 scalars); the leaf types seen; still rectangular; depth */
     int64_t len_at[MAXD + 1];
@@ -137,9 +144,34 @@ static inline int utf8_sequence(const unsigned char *p, const unsigned char *end
 
 /* A string whose opening quote is at s->p - 1: s->p moves past its closing quote. 0 if it is not a valid
    JSON string; *escaped is set when it holds an escape. */
+static int avx2; /* the CPU has AVX2: string bodies are read by string_body_avx2 */
+
 static int scan_string(Scan *s, int *escaped) {
     const unsigned char *p = s->p, *end = s->end;
     for (;;) {
+#ifdef STRING_AVX2
+        if (avx2) {
+#ifdef USE_SSE2
+            /* most strings are short (a key, a word): their first 16 bytes are looked at here, with no call */
+            if (s->limit - p >= 16) {
+                const __m128i x = _mm_loadu_si128((const __m128i *)p);
+                int mask = _mm_movemask_epi8(_mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                    _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)))); /* signed: non-ASCII too */
+                if (mask) {
+                    p += __builtin_ctz((unsigned)mask);
+                    if (p >= end) return 0;
+                    if (*p < 0x80) goto special; /* the quote, an escape or a control byte */
+                } else {
+                    p += 16; /* ASCII so far: the AVX2 loop goes on from here */
+                }
+            }
+#endif
+            p = string_body_avx2(p, end, s->limit);
+            if (!p) return 0;
+            goto special;
+        }
+#endif
 #ifdef USE_SSE2
         {
             const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
@@ -159,7 +191,7 @@ static int scan_string(Scan *s, int *escaped) {
 #endif
         while (p < end && plain[*p]) p++;
         if (p >= end) return 0;
-#ifdef USE_SSE2
+#if defined(USE_SSE2) || defined(STRING_AVX2)
     special:
 #endif
         {
@@ -655,6 +687,7 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         s->child_at[d] = CH_UNSET;
     }
     s->touched = 0;
+    s->limit = (const unsigned char *)data.buf + data.len;
     for (int i = 0; i < POS_CACHE; i++) t.at[i][0] = t.at[i][1] = -1;
     Result r;
     Py_BEGIN_ALLOW_THREADS
@@ -675,7 +708,27 @@ done:
     return out;
 }
 
+static int cpu_has_avx2(void) {
+#ifdef STRING_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+/* For the tests, which run both paths on the same records. */
+static PyObject *use_avx2(PyObject *module, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    avx2 = on && cpu_has_avx2();
+    return PyBool_FromLong(avx2);
+}
+
 static PyMethodDef methods[] = {
+    {"use_avx2", use_avx2, METH_O,
+     "use_avx2(on) -> bool: read string bodies with AVX2 (when the CPU has it) or with the SSE2/scalar loop; "
+     "whether AVX2 is now used. It is on by default where the CPU has it."},
     {"scan", scan, METH_VARARGS,
      "scan(data, bounds, lo, hi) -> (stop, sigs, present, objects, whole): the schema of records lo..stop-1 "
      "(see the source's header)."},
@@ -695,5 +748,6 @@ PyMODINIT_FUNC PyInit__types(void) {
     }
     for (int c = 0x20; c < 0x80; c++) plain[c] = c != '"' && c != '\\';
     init_utf8();
+    avx2 = cpu_has_avx2();
     return PyModule_Create(&module);
 }
