@@ -24,12 +24,14 @@ setup(
         Extension(
             "sjsonl.storage._guarded",
             ["src/sjsonl/storage/_guarded.c"],
+            depends=["src/sjsonl/storage/_guarded_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
             "sjsonl.data._hot",
             ["src/sjsonl/data/_hot.c"],
+            depends=["src/sjsonl/storage/_guarded_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
@@ -42,7 +44,7 @@ setup(
         Extension(
             "sjsonl.records._types",
             ["src/sjsonl/records/_types.c"],
-            depends=["src/sjsonl/records/_string_avx2.h"],
+            depends=["src/sjsonl/records/_string_avx2.h", "src/sjsonl/storage/_guarded_api.h"],
             optional=True,
             extra_compile_args=["-O3"],
         ),

@@ -419,13 +419,53 @@ def test_a_file_cut_short_under_the_pass_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers
 ) -> None:
     """Truncated in place after it was indexed: a StaleDataError naming it, never SIGBUS (the chunks are
-    copied out of the map under its guard), from the caller's thread or the pass's."""
+    read from the map under its guard), from the caller's thread or the pass's."""
     path = _write(tmp_path / "d.jsonl", [json.dumps({"i": i, "t": "x" * 50}) for i in range(20_000)])
     ds = JSONLDataset(path)
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 50_000)
     os.truncate(path, path.stat().st_size // 2)
     with pytest.raises(StaleDataError, match="truncated"):
         infer_schema(ds, cache=False, workers=workers)
+
+
+def test_a_map_is_typed_in_place_and_a_cut_under_it_raises(tmp_path: Path) -> None:
+    """A guarded map is typed where it lies, as its bytes are; cut short under the pass, the pages past
+    the end fault and the guard turns that into an error (no check given: the map's own I/O error)."""
+    guarded = pytest.importorskip("sjsonl.storage._guarded")
+    lines = [json.dumps({"i": i, "t": "数据 " * (i % 40)}, ensure_ascii=False).encode() for i in range(3000)]
+    data, bounds = _bounds(lines)
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        m = guarded.GuardedMap(fd, len(data))
+        native = fast_types.NATIVE
+        assert native is not None
+        assert native.scan(m, bounds, 0, len(lines)) == native.scan(data, bounds, 0, len(lines))
+        assert native.scan(m, bounds, 10, 20)[0] == 20
+        with pytest.raises(IndexError):
+            native.scan(m, bounds + 1, 0, len(lines))  # past the map's end
+        os.truncate(path, 4096)
+        with pytest.raises(OSError, match="could not read bytes"):
+            native.scan(m, bounds, 0, len(lines))
+    finally:
+        os.close(fd)
+
+
+def test_a_file_cut_short_in_place_under_the_map_raises_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dataset's map made before the file is cut, and no version check due before the pass reads it:
+    the fault in the pass is a StaleDataError naming the truncation."""
+    from sjsonl.storage import local
+
+    monkeypatch.setattr(local, "CHECK_SECONDS", 3600.0)
+    path = _write(tmp_path / "d.jsonl", [json.dumps({"i": i, "t": "x" * 50}) for i in range(20_000)])
+    ds = JSONLDataset(path)
+    ds._files[0].storage.buffer()  # mapped now, at the full size
+    os.truncate(path, path.stat().st_size // 2)
+    with pytest.raises(StaleDataError, match="truncated"):
+        infer_schema(ds, cache=False, workers=1)
 
 
 def test_compressed_files_are_typed_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,12 +25,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The guarded map's C slice (sjsonl/storage/_guarded.c): data[start:end] of a GuardedMap without the two
-   ints and the slice object of PyObject_GetItem (~50 ns of a ~1 µs ds[i]). NULL where it is not built. */
-typedef struct {
-    PyTypeObject *type;
-    PyObject *(*read_range)(PyObject *map, Py_ssize_t lo, Py_ssize_t hi);
-} GuardedReadAPI;
+#include "../storage/_guarded_api.h"
+
+/* The guarded map's C slice (read_range): NULL where it is not built. */
 static GuardedReadAPI *guarded = NULL;
 
 typedef struct {

@@ -7,7 +7,9 @@
    building the record's objects only to read their types.
 
    `scan(data, bounds, lo, hi)` reads records k = lo, lo+1, ... < hi, record k being the bytes
-   data[bounds[k]:bounds[k + 1]] (bounds: int64, relative to data). It stops at the first record it is not
+   data[bounds[k]:bounds[k + 1]] (bounds: int64, relative to data). `data` is bytes-like, or a guarded map
+   of a file (sjsonl.storage._guarded), read in place under its guard: no copy, and a file cut short under
+   the pass raises as a slice of the map would. It stops at the first record it is not
    sure about and returns `(stop, sigs, present, objects, whole)`: the schema of records lo..stop-1 as
    schema.RecordSchema holds it (column name -> signature in the order keys first appear; name -> rows with
    a non-null value; object rows; the signature of the other rows). The caller hands record `stop` to the
@@ -44,6 +46,7 @@
 #include <emmintrin.h>
 #define USE_SSE2 1
 #endif
+#include "../storage/_guarded_api.h"
 #include "_string_avx2.h"
 
 #define MAXD 128      /* nesting deeper than this is handed back (the decoders have their own limits) */
@@ -444,7 +447,7 @@ static Sig value_sig(Scan *s, int depth, int *ok) {
 
 /* ------------------------------------------------------------------------------------------ columns */
 typedef struct {
-    const unsigned char *key; /* into the data */
+    Py_ssize_t key; /* its bytes: at t->keys + key (a copy: a mapped file may be gone when they are read) */
     Py_ssize_t len;
     uint64_t hash;
     Sig sig;
@@ -462,6 +465,8 @@ typedef struct {
     Py_ssize_t ncols, colcap;
     int32_t *slots; /* open addressing: column + 1, 0 empty */
     size_t nslots;
+    unsigned char *keys; /* the columns' names, one after the other */
+    Py_ssize_t nkeys, keycap;
     Member *members; /* the current record's */
     Py_ssize_t nmembers, memcap;
     int32_t at[POS_CACHE][2]; /* the columns of the last two different keys seen at each position */
@@ -488,12 +493,28 @@ static int grow_slots(Table *t) {
     return 1;
 }
 
+/* a == b for n bytes: keys are short, and a call to memcmp cost more than comparing them here */
+static inline int same_key(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    while (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n-- > 0)
+        if (*a++ != *b++) return 0;
+    return 1;
+}
+
 /* The column of this key, added (with no signature yet) if new; -1 when out of memory. */
 static int32_t column_of(Table *t, const unsigned char *key, Py_ssize_t len, Py_ssize_t position) {
     if (position < POS_CACHE) { /* records of one shape, or of two alternating ones, find their keys here */
         for (int w = 0; w < 2; w++) {
             int32_t c = t->at[position][w];
-            if (c >= 0 && t->cols[c].len == len && memcmp(t->cols[c].key, key, (size_t)len) == 0) return c;
+            if (c >= 0 && t->cols[c].len == len && same_key(t->keys + t->cols[c].key, key, len)) return c;
         }
     }
     uint64_t h = hash_key(key, len);
@@ -502,7 +523,7 @@ static int32_t column_of(Table *t, const unsigned char *key, Py_ssize_t len, Py_
     int32_t c;
     while ((c = t->slots[i])) {
         Column *col = &t->cols[c - 1];
-        if (col->hash == h && col->len == len && memcmp(col->key, key, (size_t)len) == 0) break;
+        if (col->hash == h && col->len == len && memcmp(t->keys + col->key, key, (size_t)len) == 0) break;
         i = (i + 1) & (t->nslots - 1);
     }
     if (c) {
@@ -517,7 +538,17 @@ static int32_t column_of(Table *t, const unsigned char *key, Py_ssize_t len, Py_
             t->colcap = cap;
         }
         c = (int32_t)t->ncols++;
-        Column col = {key, len, h, SIG_NULL, 0, -1};
+        if (t->nkeys + len > t->keycap) {
+            Py_ssize_t cap = t->keycap ? t->keycap : 256;
+            while (cap < t->nkeys + len) cap *= 2;
+            unsigned char *keys = realloc(t->keys, (size_t)cap);
+            if (!keys) return -1;
+            t->keys = keys;
+            t->keycap = cap;
+        }
+        memcpy(t->keys + t->nkeys, key, (size_t)len);
+        Column col = {t->nkeys, len, h, SIG_NULL, 0, -1};
+        t->nkeys += len;
         t->cols[c] = col;
         t->slots[i] = c + 1;
     }
@@ -635,7 +666,7 @@ static PyObject *build(Table *t, Result *r) {
     if (!sigs || !present) goto done;
     for (Py_ssize_t c = 0; c < r->committed; c++) {
         Column *col = &t->cols[c];
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)col->key, col->len, "strict");
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)t->keys + col->key, col->len, "strict");
         PyObject *sig = key ? sig_object(col->sig) : NULL;
         PyObject *count = sig ? PyLong_FromSsize_t(col->present) : NULL;
         int failed = !count || PyDict_SetItem(sigs, key, sig) < 0 || PyDict_SetItem(present, key, count) < 0;
@@ -653,14 +684,35 @@ done:
     return out;
 }
 
-static PyObject *scan(PyObject *module, PyObject *args) {
-    Py_buffer data, bounds;
+/* The records of one call, scanned from the bytes at p (n of them readable: the AVX2 loop reads ahead) —
+   directly, or by the guarded map's run_in_place. */
+typedef struct {
+    const int64_t *bounds;
     Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "y*y*nn", &data, &bounds, &lo, &hi)) return NULL;
+    Scan *s;
+    Table *t;
+    Result *r;
+} Job;
+
+static void scan_job(const unsigned char *p, Py_ssize_t n, void *arg) {
+    Job *job = arg;
+    job->s->limit = p + n;
+    scan_records(p - job->bounds[job->lo], job->bounds, job->lo, job->hi, job->s, job->t, job->r);
+}
+
+static GuardedReadAPI *guarded = NULL; /* sjsonl.storage._guarded's: a GuardedMap is typed in place */
+
+static PyObject *scan(PyObject *module, PyObject *args) {
+    PyObject *source;
+    Py_buffer data = {0}, bounds;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "Oy*nn", &source, &bounds, &lo, &hi)) return NULL;
+    int mapped = guarded != NULL && Py_TYPE(source) == guarded->type;
     PyObject *out = NULL;
     Scan *s = NULL;
     Table t;
     memset(&t, 0, sizeof t);
+    if (!mapped && PyObject_GetBuffer(source, &data, PyBUF_SIMPLE) < 0) goto done;
     if (bounds.len % 8) {
         PyErr_SetString(PyExc_ValueError, "bounds must be int64");
         goto done;
@@ -671,8 +723,8 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         PyErr_Format(PyExc_IndexError, "records [%zd, %zd) are not all within %zd bounds", lo, hi, n);
         goto done;
     }
-    for (Py_ssize_t k = lo; k < hi; k++) {
-        if (b[k] < 0 || b[k] > b[k + 1] || b[k + 1] > data.len) {
+    for (Py_ssize_t k = lo; k < hi; k++) { /* (a map checks [b[lo], b[hi]) against its length itself) */
+        if (b[k] < 0 || b[k] > b[k + 1] || (!mapped && b[k + 1] > data.len)) {
             PyErr_Format(PyExc_ValueError, "record %zd's bounds are outside the data", k);
             goto done;
         }
@@ -687,12 +739,16 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         s->child_at[d] = CH_UNSET;
     }
     s->touched = 0;
-    s->limit = (const unsigned char *)data.buf + data.len;
     for (int i = 0; i < POS_CACHE; i++) t.at[i][0] = t.at[i][1] = -1;
     Result r;
-    Py_BEGIN_ALLOW_THREADS
-    scan_records((const unsigned char *)data.buf, b, lo, hi, s, &t, &r);
-    Py_END_ALLOW_THREADS
+    Job job = {b, lo, hi, s, &t, &r};
+    if (mapped) {
+        if (guarded->run_in_place(source, (Py_ssize_t)b[lo], (Py_ssize_t)b[hi], scan_job, &job) < 0) goto done;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        scan_job((const unsigned char *)data.buf + b[lo], data.len - (Py_ssize_t)b[lo], &job);
+        Py_END_ALLOW_THREADS
+    }
     if (r.nomem) {
         PyErr_NoMemory();
         goto done;
@@ -703,7 +759,8 @@ done:
     free(t.cols);
     free(t.slots);
     free(t.members);
-    PyBuffer_Release(&data);
+    free(t.keys);
+    if (data.obj) PyBuffer_Release(&data);
     PyBuffer_Release(&bounds);
     return out;
 }
@@ -731,7 +788,7 @@ static PyMethodDef methods[] = {
      "whether AVX2 is now used. It is on by default where the CPU has it."},
     {"scan", scan, METH_VARARGS,
      "scan(data, bounds, lo, hi) -> (stop, sigs, present, objects, whole): the schema of records lo..stop-1 "
-     "(see the source's header)."},
+     "(see the source's header). data: bytes-like, or a GuardedMap (read in place under its guard)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -749,5 +806,7 @@ PyMODINIT_FUNC PyInit__types(void) {
     for (int c = 0x20; c < 0x80; c++) plain[c] = c != '"' && c != '\\';
     init_utf8();
     avx2 = cpu_has_avx2();
+    guarded = (GuardedReadAPI *)PyCapsule_Import("sjsonl.storage._guarded._read_api", 0);
+    if (!guarded) PyErr_Clear(); /* not built: maps are read by copies (fast_types.chunk_parts) */
     return PyModule_Create(&module);
 }

@@ -7,12 +7,14 @@ the compiled pass returns the same signatures and counts, and any record it is n
 JSON (so an invalid record, NaN), a top-level key with an escape or held twice, an integer of more than 640
 digits, nesting past 128 — it hands back by number, and the Python pass types that record (or raises its
 located error), so the result is the Python pass's whatever the file holds (``tests/test_fast_types.py``).
-About 0.15 µs a short record on one core where the Python pass takes ~2 µs; ~3 GB/s on text (``benchmarks/bench_types.py``).
+About 0.15 µs a short record on one core where the Python pass takes ~2 µs, and ~3 GB/s on long text
+(``benchmarks/bench_types.py``).
 
 A file is typed in chunks of about :data:`CHUNK_BYTES`, on up to ``workers`` threads when it is memory-mapped
-(a local file: its guarded map is read by any thread; other storages are read in order, on one), each chunk
-read as one block of bytes (a copy made under the map's guard, so a file cut short raises instead of SIGBUS)
-and typed without the GIL; the chunks' schemas merge in file order.
+(a local file, a sealed remote cache: its guarded map is read by any thread; other storages are read in order,
+on one), and typed without the GIL; the chunks' schemas merge in file order. A mapped chunk is typed in place,
+under the map's guard (a file cut short under the pass raises instead of SIGBUS): copying it first was a third
+of the pass on long records. Other storages' chunks are read as blocks of bytes, checked to end lines.
 
 Example:
     >>> import numpy as np
@@ -88,18 +90,26 @@ def chunk_parts(f: Any, lo: int, hi: int) -> Iterator[Part]:
         bounds = np.append(bounds, np.int64(f.end))
     bad = f.bad_records
     bad = (bad[np.searchsorted(bad, lo) : np.searchsorted(bad, hi)] - lo).tolist()
-    mapped = getattr(f.storage, "buffer", None) is not None
+    getter = getattr(f.storage, "buffer", None)
+    if getter is not None:  # a mapped file: typed in place, under the map's guard
+        yield from _runs(getter(), bounds, 0, hi - lo, bad, lo)
+        end = int(bounds[-1])
+        if end > int(bounds[0]):  # the chunk's last record ends a line, as read_spans checks a copy's
+            f.read_spans(end - 1, end, [end])
+        return
     a, count = 0, hi - lo
     while a < count:
         b = int(np.searchsorted(bounds, bounds[a] + READ_BYTES, side="right")) - 1
         b = min(count, max(a + 1, b))
         base = int(bounds[a])
-        # a mapped file: one copy under the guard; other storages: each record checked to end a line
-        ends = [int(bounds[b])] if mapped else bounds[a + 1 : b + 1].tolist()
-        data = f.read_spans(base, int(bounds[b]), ends)
-        rel = bounds[a : b + 1] - base
-        start = a
-        for skip in [x for x in bad if a <= x < b] + [b]:
-            yield from scan_parts(data, rel, start - a, skip - a, lo + a)
-            start = skip + 1
+        data = f.read_spans(base, int(bounds[b]), bounds[a + 1 : b + 1].tolist())  # each ends a line?
+        yield from _runs(data, bounds[a : b + 1] - base, 0, b - a, [x - a for x in bad if a <= x < b], lo + a)
         a = b
+
+
+def _runs(data: Any, bounds: np.ndarray, a: int, b: int, bad: list[int], first: int) -> Iterator[Part]:
+    """:func:`scan_parts` of records ``a..b`` of ``data``, but the ``bad`` ones (numbers within ``a..b``)."""
+    start = a
+    for skip in [*bad, b]:
+        yield from scan_parts(data, bounds, start, skip, first)
+        start = skip + 1

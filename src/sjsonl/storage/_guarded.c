@@ -13,8 +13,9 @@
  *       len(m)
  *       m.count_newlines(a, b) -> int    b'\n' in [a, b), under the guard
  *       m.check()             calls `check` now
- *   The capsule `_read_api` (a `GuardedReadAPI`) lets other extensions (`sjsonl.data._hot`) take `m[a:b]`
- *   with no slice object: the same version check, bounds and guarded copy, for two C integers.
+ *   The capsule `_read_api` (a `GuardedReadAPI`, _guarded_api.h) lets other extensions take `m[a:b]` with
+ *   no slice object (`sjsonl.data._hot`), or run a reader on the mapped bytes in place, under the guard
+ *   (`sjsonl.records._types`).
  *   `check` is a callable that raises when the file no longer holds the mapped version; slicing calls it
  *   at most every `interval_s` seconds (a monotonic coarse clock is read on each slice, a few ns), so a
  *   change in place that keeps the file's size is noticed within that interval.
@@ -35,6 +36,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+
+#include "_guarded_api.h"
 
 /* non-NULL while this thread copies from a map; initial-exec: no lazy allocation inside the handler */
 static __thread sigjmp_buf *volatile armed __attribute__((tls_model("initial-exec"))) = NULL;
@@ -96,6 +99,18 @@ static int guarded_copy(char *dst, const char *src, size_t n) {
     armed = &env;
     atomic_signal_fence(memory_order_seq_cst); /* the copy may not move out from under the guard */
     memcpy(dst, src, n);
+    atomic_signal_fence(memory_order_seq_cst);
+    armed = NULL;
+    return 0;
+}
+
+/* reader(p, n, arg) under the guard; 0, or -1 if a page could not be read (SIGBUS). */
+static int guarded_run(GuardedReader reader, const unsigned char *p, Py_ssize_t n, void *arg) {
+    sigjmp_buf env;
+    if (sigsetjmp(env, 0) != 0) return -1;
+    armed = &env;
+    atomic_signal_fence(memory_order_seq_cst);
+    reader(p, n, arg);
     atomic_signal_fence(memory_order_seq_cst);
     armed = NULL;
     return 0;
@@ -250,12 +265,26 @@ static PyObject *read_range(PyObject *map, Py_ssize_t lo, Py_ssize_t hi) {
     return copy_range(self, lo, hi);
 }
 
-typedef struct {
-    PyTypeObject *type;
-    PyObject *(*read_range)(PyObject *map, Py_ssize_t lo, Py_ssize_t hi);
-} GuardedReadAPI;
+/* run_in_place for C callers (the `_read_api` capsule): see _guarded_api.h. */
+static int run_in_place(PyObject *map, Py_ssize_t lo, Py_ssize_t hi, GuardedReader reader, void *arg) {
+    GuardedMap *self = (GuardedMap *)map;
+    if (maybe_check(self) < 0) return -1;
+    if (lo < 0 || hi < lo || hi > self->length) {
+        PyErr_Format(PyExc_IndexError, "bytes [%zd, %zd) are not all within the map of %zd", lo, hi, self->length);
+        return -1;
+    }
+    int got;
+    Py_BEGIN_ALLOW_THREADS
+    got = guarded_run(reader, (const unsigned char *)self->base + lo, hi - lo, arg);
+    Py_END_ALLOW_THREADS
+    if (got < 0) {
+        fault(self, lo, hi);
+        return -1;
+    }
+    return 0;
+}
 
-static GuardedReadAPI read_api = {NULL, read_range};
+static GuardedReadAPI read_api = {NULL, read_range, run_in_place};
 
 static PyObject *GuardedMap_count_newlines(GuardedMap *self, PyObject *args) {
     Py_ssize_t lo, hi;
