@@ -235,7 +235,7 @@ def _rate_rows(sources: dict, rows: int, shuffle: bool, batched) -> list[dict]:
         ),
         (f"rows_{tag}", into, "sjsonl", "rows/s into MindSpore, per row"),
         (f"source_{tag}", alone, "sjsonl", "rows/s of the source alone (`source[i]`, no MindSpore)"),
-        (f"rows_floor_{tag}", into, FLOOR, "rows/s into MindSpore, per row, of a source returning a constant row"),
+        (f"rows_floor_{tag}", into, FLOOR, "rows/s into MindSpore, per row, of a constant-row source"),
     ]:
         figure(
             key,

@@ -141,3 +141,33 @@ def test_a_seal_checks_every_chunk_written_by_others(tmp_path):
     assert fresh.complete() and not fresh.seal() and not fresh.sealed()
     fill(fresh, [3])
     assert fresh.seal() and fresh.read(0, len(BODY)) == BODY
+
+
+def test_the_filler_starts_small_and_takes_more_chunks_a_fetch(tmp_path):
+    """A slow start: the first fetches share the window with the first batches' own reads, so the filler
+    takes BATCH chunks at first and twice as many at each fetch, up to BATCH_MOST — every chunk once."""
+    from sjsonl.storage.chunk_fill import BATCH, BATCH_MOST, ChunkFiller
+
+    body = bytes(range(256)) * 4
+    store = ChunkStore.open(str(tmp_path), ("mem://slow", len(body), "e"), len(body), chunk_bytes=8)
+    assert store is not None
+    sizes: list[int] = []
+
+    def fill(s, chunks):
+        sizes.append(len(chunks))
+        for c in s.missing(chunks):
+            lo, hi = s.span(c)
+            s.put(c, body[lo:hi])
+
+    filler = ChunkFiller(store, fill)
+    with filler._cond:  # queued all at once, before the thread takes any
+        filler._queue.extend(range(store.count))
+        filler._queued.update(range(store.count))
+    filler.want([])
+    assert filler.wait(10)
+    want, left, take = [], store.count, BATCH
+    while left:
+        want.append(min(take, left))
+        left, take = left - want[-1], min(BATCH_MOST, take * 2)
+    assert sizes == want and want[:3] == [BATCH, 2 * BATCH, 4 * BATCH] and max(want) == BATCH_MOST
+    assert store.missing(range(store.count)) == []

@@ -81,6 +81,36 @@ def test_the_window_bounds_the_requests_in_flight(obj, monkeypatch):
     # without the window, aiobotocore's pool alone would allow 10
 
 
+def test_background_requests_take_half_the_window_and_a_batch_finds_room(obj, monkeypatch):
+    """The chunk filler's requests (background) hold at most half the window, so a batch's own reads sent
+    while a long fill is under way go out beside it at once (the requests in flight rise past the fill's
+    share), and both get their bytes."""
+    import threading
+    import time
+
+    remote, proxy = obj
+    fetcher = RangeFetcher(ceiling=8)
+    for _ in range(40):  # grown to its ceiling, as after a run of answers
+        fetcher.window.succeeded()
+    assert fetcher.window.size == 8
+    monkeypatch.setitem(
+        fetch._FETCHERS, (__import__("os").getpid(), "s3://" + remote.path.split("/")[2]), fetcher
+    )
+    proxy.set_faults(latency=0.05)
+    remote.read(0, 10)  # the filesystem made (its HEAD out of the way)
+    proxy.reset_stats()
+    fill: list[bytes] = []
+    filler = threading.Thread(target=lambda: fill.extend(remote._fetch(RANGES[:60], background=True)))
+    filler.start()
+    time.sleep(0.12)  # the fill holds its share of the window
+    assert proxy.stats()["max_in_flight"] <= 4  # half the window (8), not all of it
+    assert remote._fetch(RANGES[100:104]) == [DATA[s:e] for s, e in RANGES[100:104]]
+    assert filler.is_alive()  # (60 requests, 4 at a time, 50 ms each: the fill is still under way)
+    assert 4 < proxy.stats()["max_in_flight"] <= 8  # the batch's requests beside the fill's, in the window
+    filler.join()
+    assert fill == [DATA[s:e] for s, e in RANGES[:60]]
+
+
 def test_a_stalled_request_is_hedged_and_the_first_answer_wins(obj, monkeypatch):
     remote, proxy = obj
     monkeypatch.setattr(fetch, "HEDGE_MAX", 0.3)  # (instead of 2 s: no request is slower here otherwise)

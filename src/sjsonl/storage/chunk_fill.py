@@ -2,12 +2,12 @@
 
 The first batches over a fresh cache need records from everywhere in the object: fetching their whole chunks
 first would make the first batch wait for most of the object. Instead such a read fetches its own ranges (one
-round trip), and hands the chunks to a :class:`ChunkFiller` — one daemon thread per process that fetches them
-a few at a time (``BATCH`` concurrent requests), in the order they were first wanted, under the store's
-chunk locks (so the DataLoader workers of a node do not fetch a chunk twice). Once a chunk is in, reads of its
-records are local. A failed fill (the network, a replaced object) is dropped: the read that needs those bytes
-fetches them itself and raises what it meets. Whenever its queue empties, the thread calls ``idle()`` (if
-given): the remote file seals a store that has become complete there, off the read path.
+round trip), and hands the chunks to a :class:`ChunkFiller` — one daemon thread per process that fetches
+them a few at a time (``BATCH`` chunks a fetch at first, then more), in the order they were first wanted,
+under the store's chunk locks (so the DataLoader workers of a node do not fetch a chunk twice). Once a chunk
+is in, reads of its records are local. A failed fill (the network, a replaced object) is dropped: the read
+that needs those bytes fetches them itself and raises what it meets. Whenever its queue empties, the thread
+calls ``idle()`` (if given): the remote file seals a store that has become complete there, off the read path.
 
 Example:
     >>> import tempfile, threading
@@ -33,8 +33,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-#: Chunks fetched at once by the filler (concurrent requests).
-BATCH = 8
+#: Chunks the filler takes from its queue for one fetch: BATCH at first, doubled at each fetch up to
+#: BATCH_MOST (a slow start: the first fetches share the window and the CPU with the first batches' own
+#: reads; once those flow, larger fetches bring the rest of the object in fewer, larger requests).
+BATCH, BATCH_MOST = 8, 32
 
 
 class ChunkFiller:
@@ -49,6 +51,7 @@ class ChunkFiller:
         self._queued: set[int] = set()
         self._cond = threading.Condition()
         self._busy = False
+        self._batch = BATCH
         self._thread: threading.Thread | None = None
 
     def want(self, chunks: Sequence[int]) -> None:
@@ -88,7 +91,8 @@ class ChunkFiller:
             with self._cond:
                 while not self._queue and not self._poked:
                     self._cond.wait()
-                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                batch = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
+                self._batch = min(BATCH_MOST, self._batch * 2)
                 self._busy, self._poked = True, False
             try:
                 if batch:

@@ -21,6 +21,9 @@ grows back, and hedged requests for the slowest.
   again); the first answer wins and the others are cancelled. A stalled connection costs ~2 s, not its
   timeout. Only a request's first copy takes a slot of the window (in a steady state, the percentile
   makes hedges about 5% of requests).
+- **Background requests** (the chunk cache's filler, fetching MiBs of chunks at a time) take at most half the
+  window: a batch's own reads always find room, so the first batches over a fresh cache do not queue behind
+  the fill.
 
 Failures come back as the ranges' results, exceptions in place of bytes; the caller retries the transient
 ones (:mod:`~sjsonl.storage.retry`). Filesystems without an async API (``file://``) are read with their
@@ -121,38 +124,49 @@ class RangeFetcher:
         self.window, self.times = Window(fetch_ceiling() if ceiling is None else ceiling), RequestTimes()
         self.hedged = self.hedge_wins = 0  # copies sent again, and answers a copy gave first (diagnosis)
         self._lock = threading.Lock()
-        self._in_flight = 0
+        self._in_flight = self._in_background = 0  # requests in flight; of them, background ones
         self._slots: dict[int, asyncio.Condition] = {}  # per event loop
 
-    def fetch(self, fs: Any, key: str, ranges: Sequence[tuple[int, int]]) -> list[Any]:
-        """The bytes of each range, or the exception its request ended in."""
+    def fetch(
+        self, fs: Any, key: str, ranges: Sequence[tuple[int, int]], background: bool = False
+    ) -> list[Any]:  # fmt: skip
+        """The bytes of each range, or the exception its request ended in. ``background`` requests (the chunk
+        cache's filler) take at most half the window, so a batch's reads never wait behind them."""
         if not getattr(fs, "async_impl", False) or getattr(fs, "loop", None) is None:
             starts, ends = [s for s, _ in ranges], [e for _, e in ranges]
             return list(fs.cat_ranges([key] * len(ranges), starts, ends, on_error="return"))
         from fsspec.asyn import sync  # type: ignore[import-untyped]
 
-        return sync(fs.loop, self._fetch_all, fs, key, list(ranges))  # type: ignore[no-any-return]
+        return sync(fs.loop, self._fetch_all, fs, key, list(ranges), background)  # type: ignore[no-any-return]
 
-    async def _fetch_all(self, fs: Any, key: str, ranges: list[tuple[int, int]]) -> list[Any]:
+    async def _fetch_all(
+        self, fs: Any, key: str, ranges: list[tuple[int, int]], background: bool
+    ) -> list[Any]:  # fmt: skip
         loop = asyncio.get_running_loop()
         slots = self._slots.get(id(loop))
         if slots is None:
             slots = self._slots[id(loop)] = asyncio.Condition()
         pool = _pool_size(fs)
-        reads = (self._one(fs, key, start, end, slots, pool) for start, end in ranges)
+        reads = (self._one(fs, key, start, end, slots, pool, background) for start, end in ranges)
         return await asyncio.gather(*reads, return_exceptions=True)
 
+    def _room(self, pool: int, background: bool) -> bool:
+        limit = min(self.window.size, pool)
+        return self._in_flight < limit and (not background or self._in_background < max(1, limit // 2))
+
     async def _one(
-        self, fs: Any, key: str, start: int, end: int, slots: asyncio.Condition, pool: int
+        self, fs: Any, key: str, start: int, end: int, slots: asyncio.Condition, pool: int, background: bool
     ) -> bytes:  # fmt: skip
         async with slots:
-            await slots.wait_for(lambda: self._in_flight < min(self.window.size, pool))
+            await slots.wait_for(lambda: self._room(pool, background))
             self._in_flight += 1
+            self._in_background += background
         try:
             return await self._hedged(fs, key, start, end)
         finally:
             async with slots:
                 self._in_flight -= 1
+                self._in_background -= background
                 slots.notify_all()
 
     async def _hedged(self, fs: Any, key: str, start: int, end: int) -> bytes:

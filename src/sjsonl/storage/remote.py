@@ -65,8 +65,9 @@ _ETAG_KEYS = ("ETag", "etag", "md5Hash", "md5")
 _CONDITIONAL_PROTOCOLS = ("s3", "s3a")  # protocols whose reads take If-Match (s3fs: s3_additional_kwargs)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
 _HTTP_PROTOCOLS = ("http", "https")  # where the server may ignore a Range header
-#: The background filler's requests: up to FILL_RUN adjacent chunks each, FILL_MOST chunks a call.
-FILL_RUN, FILL_MOST = 4, 16
+#: The background filler's requests: up to FILL_RUN adjacent chunks each, and up to FILL_MORE times the
+#: chunks it was given in a call (with the absent ones after them).
+FILL_RUN, FILL_MORE = 8, 2
 #: Seconds between looks for a sealed (complete, checked) local cache to map, while there is none.
 MAP_RECHECK_SECONDS = 1.0
 
@@ -269,9 +270,10 @@ class RemoteFile:
 
     def _fill(self, store: ChunkStore, chunks: Sequence[int], runs: bool = False) -> None:
         """Fetch ``chunks`` into ``store`` (those another process fetched meanwhile are not asked again).
-        ``runs`` (the background filler): each chunk with the missing ones after it, up to
-        :data:`FILL_RUN` chunks in one request and :data:`FILL_MOST` in all — a shuffled epoch needs every
-        chunk soon, and one request of a few MiB costs a round trip where several of 1 MiB cost several."""
+        ``runs`` (the background filler): each chunk with the missing ones after it, up to :data:`FILL_RUN`
+        chunks in one request and :data:`FILL_MORE` times the chunks given in all — a shuffled epoch needs
+        every chunk soon, and one request of a few MiB costs a round trip where several of 1 MiB cost
+        several."""
         if runs:
             chunks = _with_runs(store, chunks)
         with store.locked(chunks):
@@ -283,7 +285,7 @@ class RemoteFile:
                 else:
                     groups.append([c])
             spans = [(store.span(g[0])[0], store.span(g[-1])[1]) for g in groups]
-            for group, (base, _), data in zip(groups, spans, self._fetch(spans)):
+            for group, (base, _), data in zip(groups, spans, self._fetch(spans, background=runs)):
                 for c in group:
                     lo, hi = store.span(c)
                     store.put(c, data[lo - base : hi - base])
@@ -365,9 +367,10 @@ class RemoteFile:
         except Exception:  # the network: the next check asks again (a read that needs the server raises)
             self._checked_at = None
 
-    def _fetch(self, wanted: Sequence[tuple[int, int]]) -> list[bytes]:
-        """The ranges from the server, concurrently (:mod:`~sjsonl.storage.fetch`); the ranges that failed
-        transiently are asked again (:mod:`~sjsonl.storage.retry`), any other failure raises at once."""
+    def _fetch(self, wanted: Sequence[tuple[int, int]], background: bool = False) -> list[bytes]:
+        """The ranges from the server, concurrently (:mod:`~sjsonl.storage.fetch`; ``background``: the
+        filler's, in at most half the window); the ranges that failed transiently are asked again
+        (:mod:`~sjsonl.storage.retry`), any other failure raises at once."""
         out = [b""] * len(wanted)
         todo = [k for k, (s, e) in enumerate(wanted) if e > s]
         policy = RetryPolicy.from_env()
@@ -376,7 +379,7 @@ class RemoteFile:
                 break
             fs, key = self._read_fs()
             try:  # (under the host's window of requests in flight, the slowest hedged: storage.fetch)
-                got = fetcher_for(self.path).fetch(fs, key, [wanted[k] for k in todo])
+                got = fetcher_for(self.path).fetch(fs, key, [wanted[k] for k in todo], background)
             except Exception as exc:  # the whole call failed (the filesystem itself)
                 got = [exc] * len(todo)
             failed = []
@@ -463,15 +466,16 @@ class RemoteFile:
 
 def _with_runs(store: ChunkStore, chunks: Sequence[int]) -> list[int]:
     """``chunks``, each followed by the next ones up to :data:`FILL_RUN` in all, while the table marks them
-    absent; at most :data:`FILL_MOST` (ascending)."""
+    absent; at most :data:`FILL_MORE` times as many (ascending)."""
     wanted: set[int] = set()
+    most = FILL_MORE * len(chunks)
     for c in chunks:
         wanted.add(c)
         for nxt in range(c + 1, min(store.count, c + FILL_RUN)):
-            if len(wanted) >= FILL_MOST or not store.absent(nxt):
+            if len(wanted) >= most or not store.absent(nxt):
                 break
             wanted.add(nxt)
-        if len(wanted) >= FILL_MOST:
+        if len(wanted) >= most:
             break
     return sorted(wanted)
 
