@@ -2,7 +2,10 @@
 batch 64, from an S3 object, at 0 and 30 ms of latency per request — sjsonl with its local chunk cache (first
 epoch from an empty cache, second epoch — over the first 20,000 records and over a whole epoch, against the
 local copy's whole epoch), without it (one ranged read per record, merged per batch: the
-path before the cache), and on a local copy of the file.
+path before the cache), and on a local copy of the file. The same exact shuffle through
+``sjsonl.torch.IterableDataset`` (each worker reads its share in order, its next windows fetched while one is
+decoded: ``sjsonl.storage.ahead``) without the cache and from an empty one — its rows read 20,000 records at
+30 ms too: the windows read ahead (four per worker) would inflate the GETs and bytes of a shorter run.
 
 The server is moto's S3 behind the proxy of ``tests/_s3_proxy.py``, which answers ranged GETs of the
 benchmark objects itself from memory in O(range) (stock moto reads the whole object for every ranged GET,
@@ -45,7 +48,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests._s3_proxy
 from common import bench_main, corpus, environ, figure
 from sjsonl import JSONLDataset
-from sjsonl.torch import DistributedSampler
+from sjsonl.torch import DistributedSampler, IterableDataset
 
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")  # (the server is local)
 
@@ -70,12 +73,15 @@ def _ids(batch: list[Any]) -> list[int]:
     return [r["id"] for r in batch]
 
 
-def _epoch(ds: JSONLDataset, records: int | None) -> tuple[float, float]:
+def _epoch(ds: JSONLDataset, records: int | None, iterable: bool = False) -> tuple[float, float]:
     """(records/s over the first ``records`` of a shuffled epoch — all of it for ``None`` — seconds to the
-    first batch)."""
-    sampler = DistributedSampler(ds, num_replicas=1, rank=0, seed=0)
+    first batch): ``ds`` through ``DistributedSampler`` (each batch asked for by the loader), or with
+    ``iterable`` through ``sjsonl.torch.IterableDataset`` (each worker reads its share of the same exact
+    shuffle in order, the next windows fetched ahead)."""
+    source: Any = IterableDataset(ds, seed=0, num_replicas=1, rank=0) if iterable else ds
+    sampler = None if iterable else DistributedSampler(ds, num_replicas=1, rank=0, seed=0)
     loader = torch.utils.data.DataLoader(
-        ds, batch_size=BATCH, sampler=sampler, num_workers=WORKERS, collate_fn=_ids, persistent_workers=False
+        source, batch_size=BATCH, sampler=sampler, num_workers=WORKERS, collate_fn=_ids
     )
     t0 = time.perf_counter()
     it = iter(loader)
@@ -87,10 +93,10 @@ def _epoch(ds: JSONLDataset, records: int | None) -> tuple[float, float]:
     return got / total, first
 
 
-def _median_epoch(make: Any, records: int | None) -> tuple[float, float]:
+def _median_epoch(make: Any, records: int | None, iterable: bool = False) -> tuple[float, float]:
     """:func:`_epoch` over ``make()``'s dataset, the median of :data:`RUNS` runs (a lone run of a DataLoader
     with 4 workers on 2 cores strays by several times now and then)."""
-    runs = [_epoch(make(), records) for _ in range(RUNS)]
+    runs = [_epoch(make(), records, iterable) for _ in range(RUNS)]
     return statistics.median(r for r, _ in runs), statistics.median(f for _, f in runs)
 
 
@@ -151,12 +157,14 @@ def _one_corpus(
         proxy.set_faults(latency=latency)
         ms = f"{latency * 1e3:.0f} ms"
         cache = os.path.join(work, f"chunks-{kind}-{latency}")
-        for variant, env, records in (
-            ("no cache (ranged reads)", "off", RECORDS_UNCACHED if latency else RECORDS),
-            ("cache, 1st epoch (empty cache)", cache, RECORDS),
-            ("cache, 2nd epoch", cache, RECORDS),
-            ("cache, 2nd epoch, whole", cache, None),
-        ):
+        for variant, env, records, iterable, key in (
+            ("no cache (ranged reads)", "off", RECORDS_UNCACHED if latency else RECORDS, False, "nocache"),
+            ("no cache, IterableDataset (read ahead)", "off", RECORDS, True, "nocache_iterable"),
+            ("cache, 1st epoch (empty cache)", cache, RECORDS, False, "epoch1"),
+            ("cache, 1st epoch, IterableDataset", cache, RECORDS, True, "epoch1_iterable"),
+            ("cache, 2nd epoch", cache, RECORDS, False, "epoch2"),
+            ("cache, 2nd epoch, whole", cache, None, False, "epoch2whole"),
+        ):  # fmt: skip
             with environ("SJSONL_REMOTE_CACHE", env):
 
                 def fresh(empty: bool = variant.startswith("cache, 1st"), cache: str = cache) -> JSONLDataset:
@@ -165,7 +173,7 @@ def _one_corpus(
                     proxy.reset_stats()
                     return JSONLDataset(url, storage_options=proxy.options, index_dir=index_dir)
 
-                rate, first = _median_epoch(fresh, records)
+                rate, first = _median_epoch(fresh, records, iterable)
                 stats = proxy.stats()  # (of the last run)
             whole = records is None
             base = local_whole if whole else local_rate
@@ -177,8 +185,6 @@ def _one_corpus(
                 "MB/1k rec": f"{stats['bytes_served'] * per_k / 1e6:.2f}", "disk": f"{disk / 2**20:.0f} MiB",
                 "note": f"{rate / base:.2f}x the local copy" + (" (a whole epoch each)" if whole else ""),
             })  # fmt: skip
-            key = {"no cache (ranged reads)": "nocache", "cache, 1st epoch (empty cache)": "epoch1",
-                   "cache, 2nd epoch, whole": "epoch2whole"}.get(variant, "epoch2")  # fmt: skip
             figure(f"{key}_{kind}_{latency * 1e3:.0f}ms", rate, "rec/s",
                    what=f"shuffled epoch from S3, {variant}, {ms} per request, {label}, DataLoader 4 workers",
                    median_of=RUNS, baseline="the local copy" + (", a whole epoch" if whole else ""),

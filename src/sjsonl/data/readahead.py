@@ -11,8 +11,15 @@ usually in the cache: the disk works at its queue depth instead of at depth one.
 
 What comes out, and in which order, never changes — a hint reads nothing into Python and cannot fail a
 read (an error from the hint is ignored and hinting stops for that pass). Staleness checks are the ones
-of a plain read. Only local files hint (memory-mapped or ``mmap=False``); compressed and remote storages
-read exactly as before — their reads already go out together through ``read_many``.
+of a plain read. Only local files hint (memory-mapped or ``mmap=False``); compressed storages read exactly
+as before — their reads already go out together through ``read_many``.
+
+Remote objects read ahead always, without being asked (:func:`windows_fetched_ahead`): iterating an order
+over one (``ds.shuffle(...)``, :class:`sjsonl.torch.IterableDataset`, the 🤗 and MindSpore iterables)
+reads it in windows — :data:`FIRST_WINDOW` records, doubling to :data:`LAST_WINDOW` — and the next
+windows' ranges are fetched while one is decoded (:func:`sjsonl.storage.ahead.fetch_ahead`: at most four
+windows and 64 MiB ahead). The first records wait for one small window, not for a block of thousands, and
+the connections never idle while records are decoded.
 
 Hints are issued a *window* at a time: before the records of window ``j`` (``records`` records each) are
 read, the pages of window ``j + 1`` are hinted, sorted and merged into runs — one ``posix_fadvise`` per
@@ -47,6 +54,7 @@ import numpy as np
 
 from sjsonl.errors import InvalidArgumentError
 from sjsonl.storage import LocalFile, Storage
+from sjsonl.storage.ahead import fetch_ahead
 
 
 class HintedFile(Protocol):
@@ -239,3 +247,69 @@ def read_many_ahead(file: HintedFile, ranges: Sequence[tuple[int, int]]) -> list
             hint(local, bounds[nxt : nxt + window, 0], bounds[nxt : nxt + window, 1])
         out += storage.read_many(ranges[lo:nxt])
     return out
+
+
+#: Records in the first window an iteration over a remote object reads (about a batch: the first batch
+#: waits for one window's round trips), and the most a window grows to (doubling each window).
+FIRST_WINDOW, LAST_WINDOW = 64, 512
+
+
+def ahead_windows(n: int) -> Iterator[tuple[int, int]]:
+    """``[lo, hi)`` bounds of the windows ``n`` positions are read in: :data:`FIRST_WINDOW` records,
+    doubling up to :data:`LAST_WINDOW`.
+
+    Example:
+        >>> list(ahead_windows(300))
+        [(0, 64), (64, 192), (192, 300)]
+    """
+    lo, size = 0, FIRST_WINDOW
+    while lo < n:
+        yield lo, min(n, lo + size)
+        lo, size = lo + size, min(LAST_WINDOW, size * 2)
+
+
+def coalesced_runs(starts: list[int], ends: list[int], gap: int, most: int) -> list[list]:
+    """Spans ``[starts[k], ends[k])`` merged, in file order, into reads ``[lo, hi, members]``: a span
+    closer than ``gap`` bytes to the read before it joins it, while the read stays within ``most`` bytes.
+
+    Example:
+        >>> coalesced_runs([100, 0, 10], [110, 10, 20], gap=5, most=1 << 20)
+        [[0, 20, [1, 2]], [100, 110, [0]]]
+    """
+    runs: list[list] = []
+    for k in sorted(range(len(starts)), key=starts.__getitem__):
+        start, end = starts[k], ends[k]
+        if runs and start - runs[-1][1] <= gap and end - runs[-1][0] <= most:
+            runs[-1][1] = max(runs[-1][1], end)
+            runs[-1][2].append(k)
+        else:
+            runs.append([start, end, [k]])
+    return runs
+
+
+def windows_fetched_ahead(
+    storage: Storage, indices: np.ndarray, spans_at: Any, most: int
+) -> Iterator[tuple[list[int], list[int], list[list], list[bytes]]]:  # fmt: skip
+    """``(starts, ends, runs, blobs)`` of each of :func:`ahead_windows` over ``indices`` in turn: the
+    records' spans (``spans_at(indices[lo:hi])``), their :func:`coalesced_runs` and the bytes of each run —
+    the next windows fetched while one is consumed (see the module).
+
+    Example:
+        >>> from sjsonl.storage import MemoryFile
+        >>> data = b"".join(b"%02d\\n" % i for i in range(100))  # record i: bytes [3i, 3i + 2)
+        >>> def spans_at(ix):
+        ...     return (ix * 3).tolist(), (ix * 3 + 2).tolist()
+        >>> got = windows_fetched_ahead(MemoryFile(data), np.arange(99, -1, -1), spans_at, 1 << 20)
+        >>> [(len(starts), blobs[0]) for starts, _, _, blobs in got]  # (runs in file order)
+        [(64, b'36'), (36, b'00')]
+    """
+    gap = storage.coalesce_gap
+
+    def plan() -> Iterator[tuple[tuple[list[int], list[int], list[list]], list[tuple[int, int]]]]:
+        for lo, hi in ahead_windows(len(indices)):
+            starts, ends = spans_at(indices[lo:hi])
+            runs = coalesced_runs(starts, ends, gap, most)
+            yield (starts, ends, runs), [(a, b) for a, b, _ in runs]
+
+    for (starts, ends, runs), blobs in fetch_ahead(storage.read_many, plan()):
+        yield starts, ends, runs, blobs

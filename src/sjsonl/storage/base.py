@@ -134,7 +134,9 @@ class Storage(Protocol):
     memory-mapped also offer ``buffer()`` (zero-copy slicing); the others offer ``chunks()`` for a
     sequential scan.
     ``coalesce_gap`` is the largest gap between two wanted ranges that is cheaper to read through than to
-    skip with a second read (0: never merge). ``read_many`` may fetch several ranges concurrently.
+    skip with a second read (0: never merge). ``read_many`` may fetch several ranges concurrently; a storage
+    whose ``fetches_ahead`` is true (remote objects) is read in windows when an order is iterated, the next
+    windows fetched while one is decoded (:mod:`sjsonl.storage.ahead`).
 
     Example:
         >>> isinstance(MemoryFile(b"[1]\\n"), Storage)

@@ -116,6 +116,9 @@ class RemoteFile:
     REMOTE_GAP = 256 << 10
     #: With the chunk cache a read is a local ``pread``: reading through a gap is a wasted copy.
     CACHED_GAP = 4 << 10
+    #: Iterating an order reads it in windows, the next ones fetched while one is decoded
+    #: (:func:`sjsonl.storage.ahead.fetch_ahead`): a request costs a round trip, a decode does not.
+    fetches_ahead = True
 
     @property
     def coalesce_gap(self) -> int:

@@ -1,0 +1,130 @@
+"""sjsonl.storage.ahead.fetch_ahead: windows of a known future read while one is consumed — in order, the
+windows and bytes ahead bounded, an error raised where its window comes, nothing more read once the
+iteration stops."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from sjsonl.errors import InvalidArgumentError
+from sjsonl.storage.ahead import fetch_ahead
+
+DATA = bytes(range(256)) * 64
+
+
+class Reads:
+    """A ``read_many`` over DATA that records which windows were asked for and how many ran at once; a
+    window whose first range starts at a ``held`` offset waits until ``release()``."""
+
+    def __init__(self, held: tuple[int, ...] = ()) -> None:
+        self.asked: list[int] = []
+        self.running = self.most_running = 0
+        self.held, self.gate = set(held), threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, ranges):
+        with self.lock:
+            self.asked.append(ranges[0][0])
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            if ranges[0][0] in self.held:
+                assert self.gate.wait(30)
+            return [DATA[s:e] for s, e in ranges]
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def release(self) -> None:
+        self.gate.set()
+
+
+def plan(n: int, size: int = 10):
+    """Window k: two ranges of ``size`` bytes at 100k and 100k + 50."""
+    return ((k, [(100 * k, 100 * k + size), (100 * k + 50, 100 * k + 50 + size)]) for k in range(n))
+
+
+def settle(reads: Reads, until: int) -> None:
+    """Wait (up to 30 s: a wait, never a timing assertion) for ``until`` windows to have been asked for."""
+    deadline = time.monotonic() + 30
+    while len(reads.asked) < until and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def test_every_window_comes_in_the_order_of_the_plan_with_its_bytes():
+    got = list(fetch_ahead(Reads(), plan(40)))
+    assert [k for k, _ in got] == list(range(40))
+    assert all(blobs == [DATA[100 * k : 100 * k + 10], DATA[100 * k + 50 : 100 * k + 60]] for k, blobs in got)
+
+
+def test_the_next_windows_are_read_while_one_is_consumed_and_no_further():
+    reads = Reads()
+    it = fetch_ahead(reads, plan(40), windows=3)
+    assert next(it)[0] == 0
+    settle(reads, 4)
+    time.sleep(0.05)  # (had more been asked for, it would show now)
+    assert sorted(reads.asked) == [0, 100, 200, 300]  # the window consumed and three ahead, not the rest
+    it.close()
+
+
+def test_the_windows_ahead_stop_at_the_byte_bound_but_one_always_goes():
+    reads = Reads()
+    it = fetch_ahead(reads, plan(40, size=30), windows=8, most_bytes=100)  # 60 bytes a window
+    assert next(it)[0] == 0
+    settle(reads, 3)
+    time.sleep(0.05)
+    assert sorted(reads.asked) == [0, 100, 200]  # 1 and 2 ahead (120 bytes, the first past 100): no more
+    it.close()
+    reads = Reads()
+    assert [k for k, _ in fetch_ahead(reads, plan(5), most_bytes=0)] == list(range(5))
+    assert reads.most_running == 1  # (one window at a time, each asked before it is consumed)
+
+
+def test_a_slow_window_holds_back_the_ones_after_it_but_not_their_reads():
+    reads = Reads(held=(100,))
+    it = fetch_ahead(reads, plan(10), windows=4)
+    assert next(it)[0] == 0
+    settle(reads, 5)
+    assert sorted(reads.asked) == [0, 100, 200, 300, 400]  # reads behind the held one went out
+    threading.Timer(0.1, reads.release).start()
+    assert [k for k, _ in it] == list(range(1, 10))  # and still came out in order
+    assert reads.most_running <= 5  # the window waited for and the four ahead
+
+
+def test_an_error_is_raised_where_its_window_comes_after_every_window_before_it():
+    def read_many(ranges):
+        if ranges[0][0] == 500:
+            raise OSError("window 5 failed")
+        return [DATA[s:e] for s, e in ranges]
+
+    got = []
+    with pytest.raises(OSError, match="window 5 failed"):
+        for k, _ in fetch_ahead(read_many, plan(20)):
+            got.append(k)
+    assert got == [0, 1, 2, 3, 4]
+
+
+def test_stopping_early_cancels_the_windows_not_started():
+    reads = Reads(held=(100,))
+    it = fetch_ahead(reads, plan(100), windows=2)
+    assert next(it)[0] == 0
+    settle(reads, 3)
+    it.close()
+    reads.release()
+    time.sleep(0.05)
+    assert len(reads.asked) == 3  # nothing was asked after the close
+    names = {t.name for t in threading.enumerate()}
+    deadline = time.monotonic() + 30
+    while any(n.startswith("sjsonl-fetch-ahead") for n in names) and time.monotonic() < deadline:
+        time.sleep(0.01)
+        names = {t.name for t in threading.enumerate()}
+    assert not any(n.startswith("sjsonl-fetch-ahead") for n in names)  # its threads ended
+
+
+def test_an_empty_plan_and_bad_bounds():
+    assert list(fetch_ahead(Reads(), [])) == []
+    with pytest.raises(InvalidArgumentError, match="windows >= 1"):
+        list(fetch_ahead(Reads(), plan(1), windows=0))

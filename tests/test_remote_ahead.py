@@ -1,0 +1,165 @@
+"""Iterating an order over an S3 object (moto behind the fault-injecting proxy of tests/_s3_proxy.py): it is
+read in windows, the next ones fetched while one is decoded (sjsonl.storage.ahead, sjsonl.data.readahead) —
+the first record waits for one small window, the reads ahead stop where the bound says, every record comes
+exactly once and in the order under faults, through torch's DataLoader too, and a replaced object raises
+StaleDataError, never a record of the new one."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("aiohttp")
+
+from sjsonl import JSONLDataset  # noqa: E402
+from sjsonl.data.readahead import FIRST_WINDOW, LAST_WINDOW, ahead_windows  # noqa: E402
+from sjsonl.errors import StaleDataError  # noqa: E402
+from sjsonl.storage.ahead import WINDOWS  # noqa: E402
+from sjsonl.storage.fetch import fetcher_for  # noqa: E402
+from sjsonl.storage.remote import RemoteFile  # noqa: E402
+from sjsonl.torch import IterableDataset  # noqa: E402
+
+from ._s3_proxy import s3_proxy  # noqa: E402, F401
+
+N = 2000
+
+
+def body(n: int = N, tag: str = "") -> bytes:
+    return b"".join(json.dumps({"i": i, "t": tag + "x" * (i % 89)}).encode() + b"\n" for i in range(n))
+
+
+@pytest.fixture
+def remote(s3, s3_proxy, monkeypatch, tmp_path):  # noqa: F811
+    """``put(data)`` → an s3:// URL served through the proxy; no chunk cache and no merging of nearby
+    records (each record its own range, as records far apart in a large object are)."""
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    monkeypatch.setattr(RemoteFile, "REMOTE_GAP", -1)
+    s3_proxy.reset()
+    name = f"sjsonl-{uuid.uuid4().hex[:12]}"
+    s3.client.create_bucket(Bucket=name)
+
+    def put(data: bytes, key: str = "train.jsonl") -> str:
+        s3.client.put_object(Bucket=name, Key=key, Body=data)
+        s3_proxy.serve_locally(name, key, data)
+        return f"s3://{name}/{key}"
+
+    s3_proxy.put = put
+    yield s3_proxy
+    s3_proxy.reset()
+
+
+def settled_gets(remote, url: str, hedged: int) -> int:
+    """The ranged GETs once no more arrive for 0.2 s (up to 30 s: a wait, not a timing assertion), less the
+    copies the process's fetcher sent again (hedges, counted from ``hedged``)."""
+    seen, deadline = -1, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now = remote.stats()["ranged_gets"] - (fetcher_for(url).hedged - hedged)
+        if now == seen:
+            return now
+        seen = now
+        time.sleep(0.2)
+    return seen
+
+
+def no_reads_ahead() -> None:
+    """Wait (up to 30 s) for the reading threads of earlier iterations to end: a window under way when its
+    iteration stopped still finishes its requests."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+        t.name.startswith("sjsonl-fetch-ahead") for t in threading.enumerate()
+    ):
+        time.sleep(0.05)
+    assert not any(t.name.startswith("sjsonl-fetch-ahead") for t in threading.enumerate())
+
+
+def test_the_first_record_waits_for_one_window_and_the_reads_ahead_are_bounded(remote, tmp_path):
+    url = remote.put(body())
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    remote.reset_stats()
+    hedged = fetcher_for(url).hedged
+    it = iter(ds.shuffle(seed=4))
+    first = next(it)
+    windows = list(ahead_windows(N))
+    ahead = windows[WINDOWS][1]  # the first window and the WINDOWS after it
+    gets = settled_gets(remote, url, hedged)
+    assert FIRST_WINDOW < gets <= ahead < N  # read ahead of the first window, and no further
+    rest = list(it)
+    assert [r["i"] for r in [first, *rest]] == [r["i"] for r in ds.shuffle(seed=4)]
+    assert remote.stats()["ranged_gets"] >= N  # (one range a record: nothing merged here)
+    assert (
+        windows[1][1] - windows[1][0] == 2 * FIRST_WINDOW and windows[-2][1] - windows[-2][0] == LAST_WINDOW
+    )
+
+
+@pytest.mark.slow  # (~20 s: retries back off)
+@pytest.mark.parametrize("seed", [0, 11])
+def test_an_iterated_shuffle_under_faults_is_exact_and_in_order(remote, tmp_path, seed):
+    data = body()
+    url = remote.put(data)
+    local = tmp_path / "local.jsonl"
+    local.write_bytes(data)
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    remote.set_faults(latency=0.002, error_rate=0.15, reset_rate=0.02, stall_rate=0.002, stall_seconds=1.0)
+    remote.reset_stats()
+    got = [r["i"] for r in ds.shuffle(seed=seed)]
+    assert got == [r["i"] for r in JSONLDataset(str(local)).shuffle(seed=seed)]
+    assert sorted(got) == list(range(N))
+    assert remote.stats()["errors_injected"] > 0
+
+
+@pytest.mark.slow  # (~10 s)
+def test_an_iterable_dataset_through_a_dataloader_is_the_local_copys(remote, tmp_path):
+    """Two workers, each reading its share of the exact shuffle ahead, under 503s: the batches of the local
+    copy, in the same order."""
+    data = body()
+    url = remote.put(data)
+    local = tmp_path / "local.jsonl"
+    local.write_bytes(data)
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    remote.set_faults(latency=0.001, error_rate=0.1)
+
+    def batches(dataset):
+        loader = torch.utils.data.DataLoader(
+            IterableDataset(dataset, seed=9),
+            batch_size=64,
+            num_workers=2,
+            collate_fn=lambda b: [r["i"] for r in b],
+        )
+        return list(loader)
+
+    assert batches(ds) == batches(JSONLDataset(str(local)))
+
+
+def test_an_object_replaced_while_windows_are_read_ahead_raises_stale(remote, tmp_path):
+    """Windows already fetched hold the indexed version's bytes (reads are pinned to its ETag); once a read
+    meets the new object, StaleDataError — no record of the new one ever comes out."""
+    url = remote.put(body())
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    it = iter(ds.shuffle(seed=2))
+    got = [next(it)]
+    remote.put(body(tag="new!"))  # same key, other bytes and ETag
+    with pytest.raises(StaleDataError):
+        for record in it:
+            got.append(record)
+    assert len(got) < N and all("new!" not in r["t"] for r in got)
+    no_reads_ahead()  # (the windows under way end in the new object's 412s)
+
+
+def test_closing_the_iteration_stops_the_reads_ahead(remote, tmp_path):
+    url = remote.put(body())
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    remote.set_faults(latency=0.01)
+    no_reads_ahead()
+    remote.reset_stats()
+    hedged = fetcher_for(url).hedged
+    it = iter(ds.shuffle(seed=6))
+    next(it)
+    it.close()
+    gets = settled_gets(remote, url, hedged)
+    assert gets <= list(ahead_windows(N))[WINDOWS][1]
+    no_reads_ahead()  # its threads ended
