@@ -126,5 +126,19 @@ def test_stopping_early_cancels_the_windows_not_started():
 
 def test_an_empty_plan_and_bad_bounds():
     assert list(fetch_ahead(Reads(), [])) == []
-    with pytest.raises(InvalidArgumentError, match="windows >= 1"):
-        list(fetch_ahead(Reads(), plan(1), windows=0))
+    with pytest.raises(InvalidArgumentError, match="windows >= 0"):
+        list(fetch_ahead(Reads(), plan(1), windows=-1))
+
+
+def test_no_windows_ahead_reads_each_when_it_is_wanted_in_the_consuming_thread():
+    reads, threads = Reads(), []
+    original = reads.__call__
+
+    def read_many(ranges):
+        threads.append(threading.current_thread())
+        return original(ranges)
+
+    it = fetch_ahead(read_many, plan(10), windows=0)
+    assert next(it)[0] == 0 and next(it)[0] == 1
+    assert sorted(reads.asked) == [0, 100] and set(threads) == {threading.current_thread()}
+    assert [k for k, _ in it] == list(range(2, 10))

@@ -163,3 +163,28 @@ def test_closing_the_iteration_stops_the_reads_ahead(remote, tmp_path):
     gets = settled_gets(remote, url, hedged)
     assert gets <= list(ahead_windows(N))[WINDOWS][1]
     no_reads_ahead()  # its threads ended
+
+
+def test_with_a_filling_cache_windows_stay_a_batch_and_nothing_is_fetched_ahead(
+    remote, tmp_path, monkeypatch
+):
+    """A fresh chunk cache fills behind the reads: the windows stay FIRST_WINDOW records and are read when
+    wanted (reads ahead by ranges would crowd out the filler's chunk requests) — the order still exact."""
+    data = body()
+    url = remote.put(data)
+    local = tmp_path / "local.jsonl"
+    local.write_bytes(data)
+    index_dir = str(tmp_path / "index")
+    JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)  # (the cache off: it stays empty)
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path / "chunks"))
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
+    storage = ds._files[0].storage
+    assert storage.reads_in_windows and not storage.fetches_ahead
+    asked: list[int] = []
+    read_many = storage.read_many
+    monkeypatch.setattr(storage, "read_many", lambda ranges: asked.append(len(ranges)) or read_many(ranges))
+    no_reads_ahead()
+    got = [r["i"] for r in ds.shuffle(seed=8)]
+    assert got == [r["i"] for r in JSONLDataset(str(local)).shuffle(seed=8)]
+    assert len(asked) == -(-N // FIRST_WINDOW) and max(asked) <= FIRST_WINDOW
+    assert not any(t.name.startswith("sjsonl-fetch-ahead") for t in threading.enumerate())

@@ -14,12 +14,13 @@ read (an error from the hint is ignored and hinting stops for that pass). Stalen
 of a plain read. Only local files hint (memory-mapped or ``mmap=False``); compressed storages read exactly
 as before — their reads already go out together through ``read_many``.
 
-Remote objects read ahead always, without being asked (:func:`windows_fetched_ahead`): iterating an order
-over one (``ds.shuffle(...)``, :class:`sjsonl.torch.IterableDataset`, the 🤗 and MindSpore iterables)
-reads it in windows — :data:`FIRST_WINDOW` records, doubling to :data:`LAST_WINDOW` — and the next
-windows' ranges are fetched while one is decoded (:func:`sjsonl.storage.ahead.fetch_ahead`: at most four
-windows and 64 MiB ahead). The first records wait for one small window, not for a block of thousands, and
-the connections never idle while records are decoded.
+Remote objects are read in windows without being asked (:func:`windows_fetched_ahead`): iterating an
+order over one (``ds.shuffle(...)``, :class:`sjsonl.torch.IterableDataset`, the 🤗 and MindSpore
+iterables) reads it :data:`FIRST_WINDOW` records at a time, doubling to :data:`LAST_WINDOW`, so the first
+records wait for one small window, not for a block of thousands. Without the chunk cache the next windows'
+ranges are fetched while one is decoded (:func:`sjsonl.storage.ahead.fetch_ahead`: at most four windows
+and 64 MiB ahead), so the connections never idle while records are decoded; with it, the cache's filler
+brings the chunks behind the reads instead.
 
 Hints are issued a *window* at a time: before the records of window ``j`` (``records`` records each) are
 read, the pages of window ``j + 1`` are hinted, sorted and merged into runs — one ``posix_fadvise`` per
@@ -54,7 +55,7 @@ import numpy as np
 
 from sjsonl.errors import InvalidArgumentError
 from sjsonl.storage import LocalFile, Storage
-from sjsonl.storage.ahead import fetch_ahead
+from sjsonl.storage.ahead import WINDOWS, fetch_ahead
 
 
 class HintedFile(Protocol):
@@ -254,18 +255,20 @@ def read_many_ahead(file: HintedFile, ranges: Sequence[tuple[int, int]]) -> list
 FIRST_WINDOW, LAST_WINDOW = 64, 512
 
 
-def ahead_windows(n: int) -> Iterator[tuple[int, int]]:
+def ahead_windows(n: int, last: int = LAST_WINDOW) -> Iterator[tuple[int, int]]:
     """``[lo, hi)`` bounds of the windows ``n`` positions are read in: :data:`FIRST_WINDOW` records,
-    doubling up to :data:`LAST_WINDOW`.
+    doubling up to ``last``.
 
     Example:
         >>> list(ahead_windows(300))
         [(0, 64), (64, 192), (192, 300)]
+        >>> list(ahead_windows(150, last=64))
+        [(0, 64), (64, 128), (128, 150)]
     """
-    lo, size = 0, FIRST_WINDOW
+    lo, size = 0, min(FIRST_WINDOW, last)
     while lo < n:
         yield lo, min(n, lo + size)
-        lo, size = lo + size, min(LAST_WINDOW, size * 2)
+        lo, size = lo + size, min(last, size * 2)
 
 
 def coalesced_runs(starts: list[int], ends: list[int], gap: int, most: int) -> list[list]:
@@ -292,7 +295,7 @@ def windows_fetched_ahead(
 ) -> Iterator[tuple[list[int], list[int], list[list], list[bytes]]]:  # fmt: skip
     """``(starts, ends, runs, blobs)`` of each of :func:`ahead_windows` over ``indices`` in turn: the
     records' spans (``spans_at(indices[lo:hi])``), their :func:`coalesced_runs` and the bytes of each run —
-    the next windows fetched while one is consumed (see the module).
+    the next windows fetched while one is consumed where the storage ``fetches_ahead`` (see the module).
 
     Example:
         >>> from sjsonl.storage import MemoryFile
@@ -304,12 +307,16 @@ def windows_fetched_ahead(
         [(64, b'36'), (36, b'00')]
     """
     gap = storage.coalesce_gap
+    ahead = WINDOWS if getattr(storage, "fetches_ahead", False) else 0
+    # Without reads ahead (a chunk cache filling behind the reads), windows stay a batch's worth: larger
+    # ones would send hundreds of ranged reads at once, ahead of the filler's chunk requests.
+    last = LAST_WINDOW if ahead else FIRST_WINDOW
 
     def plan() -> Iterator[tuple[tuple[list[int], list[int], list[list]], list[tuple[int, int]]]]:
-        for lo, hi in ahead_windows(len(indices)):
+        for lo, hi in ahead_windows(len(indices), last):
             starts, ends = spans_at(indices[lo:hi])
             runs = coalesced_runs(starts, ends, gap, most)
             yield (starts, ends, runs), [(a, b) for a, b, _ in runs]
 
-    for (starts, ends, runs), blobs in fetch_ahead(storage.read_many, plan()):
+    for (starts, ends, runs), blobs in fetch_ahead(storage.read_many, plan(), windows=ahead):
         yield starts, ends, runs, blobs

@@ -50,8 +50,9 @@ def fetch_ahead(
     most_bytes: int = MOST_BYTES,
 ) -> Iterator[tuple[Key, list[bytes]]]:
     """``(key, read_many(ranges))`` for each ``(key, ranges)`` of ``plan``, in order, the next windows' reads
-    under way while one is consumed (see the module). ``plan`` is drawn in the consuming thread, one window
-    ahead of what is read; only ``read_many`` runs in the reading threads.
+    under way while one is consumed (see the module; ``windows=0``: none, each read in the consuming thread
+    when it is wanted). ``plan`` is drawn in the consuming thread; only ``read_many`` runs in the reading
+    threads.
 
     Example:
         >>> calls = []
@@ -65,10 +66,13 @@ def fetch_ahead(
         >>> len(calls) < 10  # reads stop with the iteration: at most the windows ahead were asked for
         True
     """
-    if windows < 1 or most_bytes < 0:
+    if windows < 0 or most_bytes < 0:
         raise InvalidArgumentError(
-            f"fetch_ahead needs windows >= 1 and most_bytes >= 0, got {windows}, {most_bytes}"
+            f"fetch_ahead needs windows >= 0 and most_bytes >= 0: {windows=}, {most_bytes=}"
         )
+    if windows == 0:  # nothing ahead: each window read when it is wanted, in this thread
+        yield from ((key, read_many(ranges)) for key, ranges in plan)
+        return
     pending: deque[tuple[Key, Future[list[bytes]], int]] = deque()
     source = iter(plan)
     pool = ThreadPoolExecutor(max_workers=windows + 1, thread_name_prefix="sjsonl-fetch-ahead")

@@ -135,8 +135,9 @@ class Storage(Protocol):
     sequential scan.
     ``coalesce_gap`` is the largest gap between two wanted ranges that is cheaper to read through than to
     skip with a second read (0: never merge). ``read_many`` may fetch several ranges concurrently; a storage
-    whose ``fetches_ahead`` is true (remote objects) is read in windows when an order is iterated, the next
-    windows fetched while one is decoded (:mod:`sjsonl.storage.ahead`).
+    whose ``reads_in_windows`` is true (remote objects) is read in windows when an order is iterated, and
+    where ``fetches_ahead`` is true too, the next windows are fetched while one is decoded
+    (:mod:`sjsonl.storage.ahead`).
 
     Example:
         >>> isinstance(MemoryFile(b"[1]\\n"), Storage)
