@@ -67,6 +67,7 @@ KEYS = [
     "packing.pack_disk",
     "packing.efficiency_bfd",
     "remote.nocache_short_30ms",
+    "remote.nocache_iterable_short_30ms",
     "remote.epoch1_short_30ms",
     "remote.epoch2whole_short_30ms",
     "remote.epoch1_long_30ms",

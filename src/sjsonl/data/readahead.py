@@ -15,12 +15,12 @@ of a plain read. Only local files hint (memory-mapped or ``mmap=False``); compre
 as before — their reads already go out together through ``read_many``.
 
 Remote objects are read in windows without being asked (:func:`windows_fetched_ahead`): iterating an
-order over one (``ds.shuffle(...)``, :class:`sjsonl.torch.IterableDataset`, the 🤗 and MindSpore
-iterables) reads it :data:`FIRST_WINDOW` records at a time, doubling to :data:`LAST_WINDOW`, so the first
-records wait for one small window, not for a block of thousands. Without the chunk cache the next windows'
-ranges are fetched while one is decoded (:func:`sjsonl.storage.ahead.fetch_ahead`: at most four windows
-and 64 MiB ahead), so the connections never idle while records are decoded; with it, the cache's filler
-brings the chunks behind the reads instead.
+order over one (``ds.shuffle(...)`` and the other views, :class:`sjsonl.torch.IterableDataset`) reads it
+:data:`FIRST_WINDOW` records at a time, doubling to :data:`LAST_WINDOW`, so the first records wait for
+one small window, not for a block of thousands. Without the chunk cache the next windows' ranges are
+fetched while one is decoded (:func:`sjsonl.storage.ahead.fetch_ahead`: at most four windows and 64 MiB
+ahead), so the connections never idle while records are decoded; with it, the windows stay
+:data:`FIRST_WINDOW` records and the cache's filler brings the chunks behind the reads instead.
 
 Hints are issued a *window* at a time: before the records of window ``j`` (``records`` records each) are
 read, the pages of window ``j + 1`` are hinted, sorted and merged into runs — one ``posix_fadvise`` per

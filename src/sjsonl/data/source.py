@@ -469,8 +469,7 @@ class IndexedFile:
         return self._decode_runs(starts, ends, runs, blobs, decode)
 
     def _iter_fetched_ahead(self, indices: np.ndarray, decode: Decoder | None) -> Iterator[Any]:
-        """:meth:`iter_at` over a storage read in windows (remote objects): windows of the order read as
-        :meth:`_read_and_decode` reads them, the next ones fetched meanwhile if the storage fetches ahead."""
+        """:meth:`iter_at` in windows (remote objects), each read as by :meth:`_read_and_decode`."""
         for starts, ends, runs, blobs in windows_fetched_ahead(
             self.storage, indices, self._spans_at, _READ_BYTES
         ):
@@ -479,6 +478,7 @@ class IndexedFile:
     def _decode_runs(
         self, starts: list[int], ends: list[int], runs: list[list], blobs: list[bytes], decode: Decoder | None
     ) -> list[Any]:  # fmt: skip
+        """The records at ``starts``/``ends`` from ``blobs``, the bytes of their :func:`coalesced_runs`."""
         out: list[Any] = [None] * len(starts)
         plain = decode is None and not self.layout
         for (lo, hi, members), blob in zip(runs, blobs):
