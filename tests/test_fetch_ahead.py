@@ -64,19 +64,23 @@ def test_the_next_windows_are_read_while_one_is_consumed_and_no_further():
     reads = Reads()
     it = fetch_ahead(reads, plan(40), windows=3)
     assert next(it)[0] == 0
-    settle(reads, 4)
+    settle(reads, 2)
     time.sleep(0.05)  # (had more been asked for, it would show now)
-    assert sorted(reads.asked) == [0, 100, 200, 300]  # the window consumed and three ahead, not the rest
+    assert sorted(reads.asked) == [0, 100]  # a slow start: one window ahead of the first
+    assert [next(it)[0] for _ in range(3)] == [1, 2, 3]
+    settle(reads, 7)
+    time.sleep(0.05)
+    assert sorted(reads.asked) == [100 * k for k in range(7)]  # the windows consumed and three ahead, no more
     it.close()
 
 
 def test_the_windows_ahead_stop_at_the_byte_bound_but_one_always_goes():
     reads = Reads()
     it = fetch_ahead(reads, plan(40, size=30), windows=8, most_bytes=100)  # 60 bytes a window
-    assert next(it)[0] == 0
-    settle(reads, 3)
+    assert [next(it)[0] for _ in range(4)] == [0, 1, 2, 3]
+    settle(reads, 6)
     time.sleep(0.05)
-    assert sorted(reads.asked) == [0, 100, 200]  # 1 and 2 ahead (120 bytes, the first past 100): no more
+    assert sorted(reads.asked) == [100 * k for k in range(6)]  # two ahead (120 bytes, the second past 100)
     it.close()
     reads = Reads()
     assert [k for k, _ in fetch_ahead(reads, plan(5), most_bytes=0)] == list(range(5))
@@ -87,10 +91,14 @@ def test_a_slow_window_holds_back_the_ones_after_it_but_not_their_reads():
     reads = Reads(held=(100,))
     it = fetch_ahead(reads, plan(10), windows=4)
     assert next(it)[0] == 0
-    settle(reads, 5)
-    assert sorted(reads.asked) == [0, 100, 200, 300, 400]  # reads behind the held one went out
-    threading.Timer(0.1, reads.release).start()
-    assert [k for k, _ in it] == list(range(1, 10))  # and still came out in order
+    waiting = threading.Thread(target=lambda: got.append(next(it)[0]))
+    got: list[int] = []
+    waiting.start()  # waits for the held window 1
+    settle(reads, 4)
+    assert sorted(reads.asked) == [0, 100, 200, 300] and got == []  # reads behind the held one went out
+    reads.release()
+    waiting.join(30)
+    assert got == [1] and [k for k, _ in it] == list(range(2, 10))  # and still came out in order
     assert reads.most_running <= 5  # the window waited for and the four ahead
 
 
@@ -111,11 +119,11 @@ def test_stopping_early_cancels_the_windows_not_started():
     reads = Reads(held=(100,))
     it = fetch_ahead(reads, plan(100), windows=2)
     assert next(it)[0] == 0
-    settle(reads, 3)
+    settle(reads, 2)
     it.close()
     reads.release()
     time.sleep(0.05)
-    assert len(reads.asked) == 3  # nothing was asked after the close
+    assert len(reads.asked) == 2  # nothing was asked after the close
     names = {t.name for t in threading.enumerate()}
     deadline = time.monotonic() + 30
     while any(n.startswith("sjsonl-fetch-ahead") for n in names) and time.monotonic() < deadline:
