@@ -19,7 +19,7 @@ pytest.importorskip("aiohttp")
 from sjsonl import JSONLDataset  # noqa: E402
 from sjsonl.data.readahead import FIRST_WINDOW, LAST_WINDOW, ahead_windows  # noqa: E402
 from sjsonl.errors import StaleDataError  # noqa: E402
-from sjsonl.storage.ahead import WINDOWS  # noqa: E402
+from sjsonl.storage.ahead import WINDOWS, windows_under_way  # noqa: E402
 from sjsonl.storage.fetch import fetcher_for  # noqa: E402
 from sjsonl.storage.remote import RemoteFile  # noqa: E402
 from sjsonl.torch import IterableDataset  # noqa: E402
@@ -67,14 +67,12 @@ def settled_gets(remote, url: str, hedged: int) -> int:
 
 
 def no_reads_ahead() -> None:
-    """Wait (up to 30 s) for the reading threads of earlier iterations to end: a window under way when its
-    iteration stopped still finishes its requests."""
+    """Wait (up to 30 s) for the reads of earlier iterations to end: a window under way when its iteration
+    stopped still finishes its requests."""
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(
-        t.name.startswith("sjsonl-fetch-ahead") for t in threading.enumerate()
-    ):
+    while windows_under_way() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(t.name.startswith("sjsonl-fetch-ahead") for t in threading.enumerate())
+    assert windows_under_way() == 0
 
 
 def test_the_first_record_waits_for_one_window_and_the_reads_ahead_are_bounded(remote, tmp_path):
@@ -180,11 +178,14 @@ def test_with_a_filling_cache_windows_stay_a_batch_and_nothing_is_fetched_ahead(
     ds = JSONLDataset(url, storage_options=remote.options, index_dir=index_dir)
     storage = ds._files[0].storage
     assert storage.reads_in_windows and not storage.fetches_ahead
-    asked: list[int] = []
+    asked: list[tuple[int, threading.Thread]] = []
     read_many = storage.read_many
-    monkeypatch.setattr(storage, "read_many", lambda ranges: asked.append(len(ranges)) or read_many(ranges))
-    no_reads_ahead()
+    monkeypatch.setattr(
+        storage,
+        "read_many",
+        lambda ranges: asked.append((len(ranges), threading.current_thread())) or read_many(ranges),
+    )
     got = [r["i"] for r in ds.shuffle(seed=8)]
     assert got == [r["i"] for r in JSONLDataset(str(local)).shuffle(seed=8)]
-    assert len(asked) == -(-N // FIRST_WINDOW) and max(asked) <= FIRST_WINDOW
-    assert not any(t.name.startswith("sjsonl-fetch-ahead") for t in threading.enumerate())
+    assert len(asked) == -(-N // FIRST_WINDOW) and max(n for n, _ in asked) <= FIRST_WINDOW
+    assert {t for _, t in asked} == {threading.current_thread()}  # each window read when wanted, here

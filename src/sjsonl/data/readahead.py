@@ -15,7 +15,8 @@ of a plain read. Only local files hint (memory-mapped or ``mmap=False``); compre
 as before — their reads already go out together through ``read_many``.
 
 Remote objects are read in windows without being asked (:func:`windows_fetched_ahead`): iterating an
-order over one (``ds.shuffle(...)`` and the other views, :class:`sjsonl.torch.IterableDataset`) reads it
+order over one (``ds.shuffle(...)`` and the other views of a one-file dataset,
+:class:`sjsonl.torch.IterableDataset` over them; a dataset of many files reads its blocks as before) reads it
 :data:`FIRST_WINDOW` records at a time, doubling to :data:`LAST_WINDOW`, so the first records wait for
 one small window, not for a block of thousands. Without the chunk cache the next windows' ranges are
 fetched while one is decoded (:func:`sjsonl.storage.ahead.fetch_ahead`: at most four windows and 64 MiB
@@ -48,7 +49,8 @@ import copy
 import mmap
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 from typing import Any, Protocol
 
 import numpy as np
@@ -265,6 +267,8 @@ def ahead_windows(n: int, last: int = LAST_WINDOW) -> Iterator[tuple[int, int]]:
         >>> list(ahead_windows(150, last=64))
         [(0, 64), (64, 128), (128, 150)]
     """
+    if last < 1:
+        raise InvalidArgumentError(f"windows must hold at least one record, got last={last}")
     lo, size = 0, min(FIRST_WINDOW, last)
     while lo < n:
         yield lo, min(n, lo + size)
@@ -292,7 +296,7 @@ def coalesced_runs(starts: list[int], ends: list[int], gap: int, most: int) -> l
 
 def windows_fetched_ahead(
     storage: Storage, indices: np.ndarray, spans_at: Any, most: int
-) -> Iterator[tuple[list[int], list[int], list[list], list[bytes]]]:  # fmt: skip
+) -> Generator[tuple[list[int], list[int], list[list], list[bytes]], None, None]:  # fmt: skip
     """``(starts, ends, runs, blobs)`` of each of :func:`ahead_windows` over ``indices`` in turn: the
     records' spans (``spans_at(indices[lo:hi])``), their :func:`coalesced_runs` and the bytes of each run —
     the next windows fetched while one is consumed where the storage ``fetches_ahead`` (see the module).
@@ -318,5 +322,7 @@ def windows_fetched_ahead(
             runs = coalesced_runs(starts, ends, gap, most)
             yield (starts, ends, runs), [(a, b) for a, b, _ in runs]
 
-    for (starts, ends, runs), blobs in fetch_ahead(storage.read_many, plan(), windows=ahead):
-        yield starts, ends, runs, blobs
+    # closing() makes closing this generator stop the reads at once, not when the inner one is collected
+    with closing(fetch_ahead(storage.read_many, plan(), windows=ahead)) as windows:
+        for (starts, ends, runs), blobs in windows:
+            yield starts, ends, runs, blobs

@@ -20,6 +20,7 @@ import functools
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from types import ModuleType
 from typing import Any
 
@@ -470,10 +471,9 @@ class IndexedFile:
 
     def _iter_fetched_ahead(self, indices: np.ndarray, decode: Decoder | None) -> Iterator[Any]:
         """:meth:`iter_at` in windows (remote objects), each read as by :meth:`_read_and_decode`."""
-        for starts, ends, runs, blobs in windows_fetched_ahead(
-            self.storage, indices, self._spans_at, _READ_BYTES
-        ):
-            yield from self._decode_runs(starts, ends, runs, blobs, decode)
+        with closing(windows_fetched_ahead(self.storage, indices, self._spans_at, _READ_BYTES)) as windows:
+            for starts, ends, runs, blobs in windows:
+                yield from self._decode_runs(starts, ends, runs, blobs, decode)
 
     def _decode_runs(
         self, starts: list[int], ends: list[int], runs: list[list], blobs: list[bytes], decode: Decoder | None

@@ -223,6 +223,14 @@ _FETCHERS: dict[tuple[int, str], RangeFetcher] = {}
 _FETCHERS_LOCK = threading.Lock()
 
 
+def _fresh_lock_after_fork() -> None:
+    global _FETCHERS_LOCK
+    _FETCHERS_LOCK = threading.Lock()  # (a reading thread — the filler, a window read ahead — may hold it)
+
+
+os.register_at_fork(after_in_child=_fresh_lock_after_fork)
+
+
 def fetcher_for(url: str) -> RangeFetcher:
     """This process's fetcher for ``url``'s host (protocol and bucket or server).
 
