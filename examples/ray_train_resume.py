@@ -100,18 +100,17 @@ def train_loop(config: dict) -> None:
             step += 1
             history["steps"].append([i for i, _ in batch])
             history["losses"].append(float(loss))
-            directory = None
+            metrics = {"step": step, "loss": float(loss)}
             if step % config["every"] == 0 or step == config["steps"]:
-                directory = tempfile.mkdtemp()
-                torch.save(
-                    {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                     "epoch": epoch, "history": history, "sampler": sampler.state_dict()},
-                    os.path.join(directory, f"rank{rank}.pt"),
-                )  # fmt: skip
-            ray.train.report(
-                {"step": step, "loss": float(loss)},
-                checkpoint=None if directory is None else Checkpoint.from_directory(directory),
-            )
+                with tempfile.TemporaryDirectory() as directory:  # report() copies it into the run's storage
+                    torch.save(
+                        {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                         "epoch": epoch, "history": history, "sampler": sampler.state_dict()},
+                        os.path.join(directory, f"rank{rank}.pt"),
+                    )  # fmt: skip
+                    ray.train.report(metrics, checkpoint=Checkpoint.from_directory(directory))
+            else:
+                ray.train.report(metrics)
             if step == config["steps"]:
                 break
         else:

@@ -23,6 +23,10 @@ os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(_HF_HOME, "datasets"))
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("GLOG_v", "3")  # keep MindSpore quiet
+# Libraries' own scratch places under the same removed directory, not the temp dir: Dask's LocalCluster
+# (its workers read the variable too) and torch's inductor cache (made by an import in the trainer tests).
+os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", os.path.join(_HF_HOME, "dask"))
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_HF_HOME, "torchinductor"))
 
 # Hypothesis: a profile per tier — "fast" for the README's test command, "ci" for the slow tier in CI
 # (more examples, no deadline: a loaded machine must not fail a property). HYPOTHESIS_PROFILE picks one.

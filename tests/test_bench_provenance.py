@@ -16,6 +16,7 @@ import math
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -115,9 +116,11 @@ def test_a_figure_without_its_fields_is_refused(bench, tmp_path):
         bench.run.load_results(tmp_path)
 
 
-def test_figure_rules_and_formatting(bench):
-    """The doctests of the report modules (benchmarks/ is outside pytest's doctest paths), and the
-    registry refusing what would make a figure unreadable."""
+def test_figure_rules_and_formatting(bench, tmp_path, monkeypatch):
+    """The doctests of the report modules (benchmarks/ is outside pytest's doctest paths; their
+    ``tempfile.mkdtemp()`` goes under ``tmp_path``, so nothing is left in the temp dir), and the registry
+    refusing what would make a figure unreadable."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     for module in (bench.common, bench.run, bench.readme_figures):
         assert doctest.testmod(module).failed == 0, module.__name__
     bench.common.take_figures()
