@@ -411,3 +411,21 @@ def s3_proxy(s3: Any) -> Iterator[S3Proxy]:
         yield proxy
     finally:
         proxy.stop()
+
+
+def serving_bucket(s3: Any, proxy: S3Proxy) -> Iterator[S3Proxy]:
+    """A fresh bucket behind ``proxy``, for a fixture to ``yield from``: ``proxy.put(data, key=...)`` stores
+    an object and serves its ranges from memory in O(range), returning its s3:// URL; no faults to begin
+    with, and the proxy reset after."""
+    proxy.reset()
+    name = f"sjsonl-{uuid.uuid4().hex[:12]}"
+    s3.client.create_bucket(Bucket=name)
+
+    def put(data: bytes, key: str = "train.jsonl") -> str:
+        s3.client.put_object(Bucket=name, Key=key, Body=data)
+        proxy.serve_locally(name, key, data)
+        return f"s3://{name}/{key}"
+
+    proxy.put = put  # type: ignore[attr-defined]
+    yield proxy
+    proxy.reset()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 
 import pytest
 
@@ -24,7 +23,7 @@ from sjsonl.storage.fetch import fetcher_for  # noqa: E402
 from sjsonl.storage.remote import RemoteFile  # noqa: E402
 from sjsonl.torch import IterableDataset  # noqa: E402
 
-from ._s3_proxy import s3_proxy  # noqa: E402, F401
+from ._s3_proxy import s3_proxy, serving_bucket  # noqa: E402, F401
 
 N = 2000
 
@@ -39,18 +38,7 @@ def remote(s3, s3_proxy, monkeypatch, tmp_path):  # noqa: F811
     records (each record its own range, as records far apart in a large object are)."""
     monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
     monkeypatch.setattr(RemoteFile, "REMOTE_GAP", -1)
-    s3_proxy.reset()
-    name = f"sjsonl-{uuid.uuid4().hex[:12]}"
-    s3.client.create_bucket(Bucket=name)
-
-    def put(data: bytes, key: str = "train.jsonl") -> str:
-        s3.client.put_object(Bucket=name, Key=key, Body=data)
-        s3_proxy.serve_locally(name, key, data)
-        return f"s3://{name}/{key}"
-
-    s3_proxy.put = put
-    yield s3_proxy
-    s3_proxy.reset()
+    yield from serving_bucket(s3, s3_proxy)
 
 
 def settled_gets(remote, url: str, hedged: int) -> int:

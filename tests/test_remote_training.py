@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 
 import pytest
 
@@ -27,7 +26,7 @@ from sjsonl import JSONLDataset  # noqa: E402
 from sjsonl.errors import DataFileError, StaleDataError  # noqa: E402
 from sjsonl.torch import DistributedSampler  # noqa: E402
 
-from ._s3_proxy import s3_proxy  # noqa: E402, F401
+from ._s3_proxy import s3_proxy, serving_bucket  # noqa: E402, F401
 
 N = 3000
 
@@ -41,18 +40,7 @@ def remote(s3, s3_proxy, monkeypatch, tmp_path):  # noqa: F811
     """``put(data)`` → an s3:// URL served through the proxy (ranges in O(range)); the chunk cache in
     ``tmp_path/chunks``; no faults to begin with."""
     monkeypatch.setenv("SJSONL_REMOTE_CACHE", str(tmp_path / "chunks"))
-    s3_proxy.reset()
-    name = f"sjsonl-{uuid.uuid4().hex[:12]}"
-    s3.client.create_bucket(Bucket=name)
-
-    def put(data: bytes, key: str = "train.jsonl") -> str:
-        s3.client.put_object(Bucket=name, Key=key, Body=data)
-        s3_proxy.serve_locally(name, key, data)
-        return f"s3://{name}/{key}"
-
-    s3_proxy.put = put
-    yield s3_proxy
-    s3_proxy.reset()
+    yield from serving_bucket(s3, s3_proxy)
 
 
 def collate(batch):

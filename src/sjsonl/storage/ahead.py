@@ -140,58 +140,54 @@ def _ahead(
     windows: int,
     most_bytes: int,
 ) -> Generator[tuple[Any, list[bytes]], None, None]:
-    pending: deque[tuple[Any, Future[list[bytes]], int]] = deque()
+    pending: deque[tuple[Any, Future[list[bytes]], int]] = deque()  # (key, its read, its bytes)
     pool = _process_pool()
-    state = {"ahead": 0, "delivered": 0, "drawn": False}  # bytes ahead; windows delivered; plan exhausted
+    delivered, drawn = 0, False  # windows handed out; the plan exhausted (or failed)
 
     def room() -> bool:
         if not pending:
             return True  # the next window always goes
         with _lock:
-            return state["ahead"] < most_bytes and _ahead_bytes[0] < PROCESS_BYTES
+            return sum(size for _, _, size in pending) < most_bytes and _ahead_bytes[0] < PROCESS_BYTES
 
     def fill() -> None:
-        most = min(
-            windows, state["delivered"] + 1
-        )  # a slow start: the first window has the connections first
-        while not state["drawn"] and len(pending) < most and room():
+        nonlocal drawn
+        most = min(windows, delivered + 1)  # a slow start: the first window has the connections first
+        while not drawn and len(pending) < most and room():
             try:
                 step = next(source, None)
             except Exception as exc:  # the plan failed: raised where its window comes, nothing drawn after
                 failed: Future[list[bytes]] = Future()
                 failed.set_exception(exc)
                 pending.append((None, failed, 0))
-                state["drawn"] = True
+                drawn = True
                 return
             if step is None:
-                state["drawn"] = True
+                drawn = True
                 return
             key, ranges = step
             size = sum(max(0, e - s) for s, e in ranges)
             with _lock:
                 _ahead_bytes[0] += size
                 _under_way[0] += 1
-            future = pool.submit(_read, read_many, ranges)
-            pending.append((key, future, size))
-            state["ahead"] += size
+            pending.append((key, pool.submit(_read, read_many, ranges), size))
 
-    def done(size: int) -> None:
-        state["ahead"] -= size
+    def release(size: int, future: Future[list[bytes]] | None = None) -> None:
+        """A window's bytes no longer ahead (and, cancelled before it ran, no longer under way)."""
+        cancelled = future is not None and future.cancel()
         with _lock:
             _ahead_bytes[0] -= size
+            _under_way[0] -= cancelled
 
     try:
         fill()
         while pending:
             key, future, size = pending.popleft()
-            done(size)
+            release(size)
             fill()  # the windows after it go out before this one is waited for and consumed
             result = future.result()
-            state["delivered"] += 1
+            delivered += 1
             yield key, result
     finally:
         for _, future, size in pending:  # (a window under way finishes in its thread, and is dropped)
-            if future.cancel():
-                with _lock:
-                    _under_way[0] -= 1
-            done(size)
+            release(size, future)
