@@ -93,47 +93,56 @@ static AVX2_FN inline __m256i utf8_errors(__m256i input, __m256i prev) {
     return _mm256_xor_si256(due, special);
 }
 
+/* The 32 bytes at p; past `limit` (the end of the buffer), quotes: a stop past the string's end. */
+static AVX2_FN inline __m256i load_block(const unsigned char *p, const unsigned char *limit) {
+    if (limit - p >= 32) return _mm256_loadu_si256((const __m256i *)p);
+    unsigned char tail[32];
+    memset(tail, '"', sizeof tail);
+    memcpy(tail, p, (size_t)(limit - p));
+    return _mm256_loadu_si256((const __m256i *)tail);
+}
+
+/* Where a block has a quote, a backslash or a control byte. */
+static AVX2_FN inline uint32_t stop_bytes(__m256i x) {
+    __m256i stops = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('"')),
+                                                    _mm256_cmpeq_epi8(x, _mm256_set1_epi8('\\'))),
+                                    _mm256_cmpeq_epi8(_mm256_min_epu8(x, _mm256_set1_epi8(0x1F)), x));
+    return (uint32_t)_mm256_movemask_epi8(stops);
+}
+
 /* The body of a string from p: the first quote, backslash or control byte before `end`, when the UTF-8
    before it is well formed; NULL when there is none before `end` or the UTF-8 is not. Whole blocks are
-   read up to `limit` (>= end: the bytes after the record are readable but not looked at). */
+   read up to `limit` (>= end: the bytes after the record are readable but not looked at).
+
+   Two loops: blocks of ASCII are only searched for a stop; from the first block with a byte past ASCII to
+   the end of the string every block is checked as UTF-8, without a branch on it. Why: one loop deciding
+   block by block typed the long corpus (a non-ASCII character every few words) at 2.4 GB/s on one core,
+   these two at 3.1 GB/s; checking every block from the first cost ASCII text a third of its speed. */
 static AVX2_FN const unsigned char *string_body_avx2(const unsigned char *p, const unsigned char *end,
                                                      const unsigned char *limit) {
-    const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\'),
-                  control = _mm256_set1_epi8(0x1F);
-    __m256i prev = _mm256_setzero_si256(), errors = _mm256_setzero_si256();
-    uint32_t prev_non_ascii = 0;
-    while (p < end) {
-        __m256i x;
-        if (limit - p >= 32) {
-            x = _mm256_loadu_si256((const __m256i *)p);
-        } else { /* the last bytes of the buffer, then quotes: a stop past `end` */
-            unsigned char tail[32];
-            memset(tail, '"', sizeof tail);
-            memcpy(tail, p, (size_t)(limit - p));
-            x = _mm256_loadu_si256((const __m256i *)tail);
-        }
-        __m256i stops = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, backslash)),
-                                        _mm256_cmpeq_epi8(_mm256_min_epu8(x, control), x));
-        uint32_t stop_mask = (uint32_t)_mm256_movemask_epi8(stops);
-        uint32_t non_ascii = (uint32_t)_mm256_movemask_epi8(x);
-        if (non_ascii | prev_non_ascii) {
-            __m256i e = utf8_errors(x, prev);
-            if (stop_mask) { /* errors up to and including the stop */
-                uint64_t upto = (2ULL << __builtin_ctz(stop_mask)) - 1;
-                uint32_t bad = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(e, _mm256_setzero_si256()));
-                if (bad & upto) return NULL;
-            } else {
-                errors = _mm256_or_si256(errors, e);
-            }
-        }
+    for (; p < end; p += 32) {
+        __m256i x = load_block(p, limit);
+        if (_mm256_movemask_epi8(x)) break; /* past ASCII: this block and the rest are checked below */
+        uint32_t stop_mask = stop_bytes(x);
         if (stop_mask) {
             const unsigned char *at = p + __builtin_ctz(stop_mask);
-            if (at >= end || !_mm256_testz_si256(errors, errors)) return NULL;
+            return at < end ? at : NULL;
+        }
+    }
+    __m256i prev = _mm256_setzero_si256(), errors = _mm256_setzero_si256(); /* ASCII before: as if zeros */
+    for (; p < end; p += 32) {
+        __m256i x = load_block(p, limit);
+        __m256i e = utf8_errors(x, prev);
+        uint32_t stop_mask = stop_bytes(x);
+        if (stop_mask) { /* errors up to and including the stop */
+            uint64_t upto = (2ULL << __builtin_ctz(stop_mask)) - 1;
+            uint32_t bad = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(e, _mm256_setzero_si256()));
+            const unsigned char *at = p + __builtin_ctz(stop_mask);
+            if ((bad & upto) || at >= end || !_mm256_testz_si256(errors, errors)) return NULL;
             return at;
         }
+        errors = _mm256_or_si256(errors, e);
         prev = x;
-        prev_non_ascii = non_ascii;
-        p += 32;
     }
     return NULL;
 }
