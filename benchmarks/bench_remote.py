@@ -337,9 +337,10 @@ def _baselines(
 
 def _local_copy(kind: str, size: int, work: str) -> tuple[float, float, float, float]:
     """(records/s, first batch, index build seconds, records/s over a whole epoch) of the local copy —
-    measured before the S3 server starts: with moto's and the proxy's threads in the process, the first
-    DataLoaders over the short corpus's local copy were 10x slower than in a process of their own, which
-    would flatter the remote rows."""
+    measured before the S3 server starts: with moto's server and the proxy in the process, the first
+    DataLoaders over the short corpus's local copy were 10x slower than in a process of their own (their
+    workers walked that heap in their first full collections; ``sjsonl.runtime.forks`` now freezes it in
+    each child), which would flatter the remote rows."""
     path = str(corpus(kind, size))
     index_dir = os.path.join(work, f"local-index-{kind}")
     t0 = time.perf_counter()

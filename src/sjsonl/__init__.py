@@ -22,6 +22,7 @@ Folders are layers, each importing only those before it: :mod:`sjsonl.runtime` â
 importable from here; ``__all__`` is the public API, and the documentation's API reference renders it.
 """
 
+import sjsonl.runtime.forks  # noqa: F401  (a forked child freezes what it inherits: see the module)
 from sjsonl._version import __version__
 from sjsonl.data.corpus import build_indexes
 from sjsonl.data.dataset import JSONLDataset
