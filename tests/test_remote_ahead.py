@@ -15,8 +15,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("aiohttp")
 
+import numpy as np  # noqa: E402
+
 from sjsonl import JSONLDataset  # noqa: E402
-from sjsonl.data.readahead import FIRST_WINDOW, LAST_WINDOW, ahead_windows  # noqa: E402
+from sjsonl.data import dataset as dataset_module  # noqa: E402
+from sjsonl.data import readahead  # noqa: E402
+from sjsonl.data.readahead import FIRST_WINDOW, LAST_WINDOW, ahead_windows, windows_of  # noqa: E402
 from sjsonl.errors import StaleDataError  # noqa: E402
 from sjsonl.storage.ahead import WINDOWS, windows_under_way  # noqa: E402
 from sjsonl.storage.fetch import fetcher_for  # noqa: E402
@@ -177,3 +181,38 @@ def test_with_a_filling_cache_windows_stay_a_batch_and_nothing_is_fetched_ahead(
     assert got == [r["i"] for r in JSONLDataset(str(local)).shuffle(seed=8)]
     assert len(asked) == -(-N // FIRST_WINDOW) and max(n for n, _ in asked) <= FIRST_WINDOW
     assert {t for _, t in asked} == {threading.current_thread()}  # each window read when wanted, here
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_windows_of_blocks_run_on_across_them(seed):
+    """However an order is cut into blocks, its windows are those of the whole order, in the same order."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(3000)
+    cuts = np.sort(rng.choice(np.arange(1, 3000), size=int(rng.integers(1, 40)), replace=False))
+    windows = list(windows_of(np.split(order, cuts)))
+    assert [(len(w)) for w in windows] == [hi - lo for lo, hi in ahead_windows(len(order))]
+    assert np.concatenate(windows).tolist() == order.tolist()
+
+
+@pytest.mark.parametrize("through", ["view", "iterable"])
+def test_an_order_iterated_in_blocks_is_read_in_windows_that_run_on(remote, tmp_path, monkeypatch, through):
+    """View iteration and IterableDataset hand their order over in blocks (small ones here): the windows
+    do not start small again at each block — they are the whole order's — and the records are the local
+    copy's, in order."""
+    data = body()
+    url = remote.put(data)
+    local = tmp_path / "local.jsonl"
+    local.write_bytes(data)
+    monkeypatch.setattr(dataset_module, "_BLOCK", 100)
+    sizes: list[int] = []
+    runs = readahead.coalesced_runs
+    monkeypatch.setattr(readahead, "coalesced_runs", lambda s, *a: sizes.append(len(s)) or runs(s, *a))
+
+    def records(ds):
+        if through == "view":
+            return [r["i"] for r in ds.shuffle(seed=8)]
+        return [r["i"] for r in IterableDataset(ds, seed=8, num_replicas=1, rank=0, block_size=100)]
+
+    got = records(JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index")))
+    assert got == records(JSONLDataset(str(local)))
+    assert sizes == [hi - lo for lo, hi in ahead_windows(N)]

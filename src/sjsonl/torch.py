@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import warnings
 from collections.abc import Iterator, Sequence
@@ -396,16 +397,18 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[Any]:
         cursor = self._cursor
-        for block in iter_blocks(positions, start, self.block_size):
-            for rec in self._fetch(block if perm is None else perm.take(block)):
-                cursor.yielded += 1
-                yield rec
+        blocks = iter_blocks(positions, start, self.block_size)
+        for rec in self._fetch(blocks if perm is None else map(perm.take, blocks)):
+            cursor.yielded += 1
+            yield rec
 
-    def _fetch(self, indices: np.ndarray) -> Iterator[Any]:
-        if hasattr(self.dataset, "iter_positions"):  # sjsonl datasets, views and mixtures
-            # one vectorised offset lookup per block, records decoded one at a time (cache-warm)
-            return self.dataset.iter_positions(indices)
-        return (self.dataset[i] for i in indices.tolist())
+    def _fetch(self, blocks: Iterator[np.ndarray]) -> Iterator[Any]:
+        if hasattr(self.dataset, "iter_position_blocks"):  # sjsonl datasets and views: one vectorised offset
+            # lookup per block, records decoded one at a time; a remote object's windows run on across blocks
+            return self.dataset.iter_position_blocks(blocks)
+        if hasattr(self.dataset, "iter_positions"):  # mixtures, packed sequences
+            return itertools.chain.from_iterable(map(self.dataset.iter_positions, blocks))
+        return (self.dataset[i] for block in blocks for i in block.tolist())
 
     # ----------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:

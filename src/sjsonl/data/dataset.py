@@ -17,7 +17,7 @@ import copy
 import itertools
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, Union
 
@@ -383,8 +383,32 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
                 it = f.iter_records(decode=self._decode)
                 yield from (it if self._transform is None else self._stream(it, itertools.count(lo)))
             return
-        for lo in range(0, self._len, _BLOCK):
-            yield from self.iter_positions(np.arange(lo, min(self._len, lo + _BLOCK)))
+        yield from self.iter_position_blocks(
+            np.arange(lo, min(self._len, lo + _BLOCK)) for lo in range(0, self._len, _BLOCK)
+        )
+
+    def iter_position_blocks(self, blocks: Iterable[np.ndarray]) -> Iterator[Any]:
+        """:meth:`iter_positions` of each of ``blocks`` in turn (taken as they are needed). Over one remote
+        object the windows it is read in run on across the blocks (:func:`sjsonl.data.readahead.windows_of`)
+        instead of starting small again at each; elsewhere it is the blocks one after the other.
+
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+            >>> _ = open(path, "w").write("10\\n11\\n12\\n")
+            >>> list(JSONLDataset(path).iter_position_blocks([np.array([2]), np.array([0, 1])]))
+            [12, 10, 11]
+        """
+        f = self._single
+        storage = None if f is None else f.storage
+        windows = getattr(storage, "reads_in_windows", False) and getattr(storage, "buffer", None) is None
+        if f is None or self._transform is not None or not windows:  # (a sealed cache: mapped, as local)
+            for block in blocks:
+                yield from self.iter_positions(block)
+            return
+        yield from f.iter_windows(
+            blocks if self._order is None else map(self._order.take, blocks), self._decode
+        )
 
     def iter_positions(self, positions: np.ndarray) -> Iterator[Any]:
         """The records at ``positions`` (any order), decoded one at a time as they are consumed — the

@@ -49,7 +49,7 @@ import copy
 import mmap
 import os
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from typing import Any, Protocol
 
@@ -275,6 +275,33 @@ def ahead_windows(n: int, last: int = LAST_WINDOW) -> Iterator[tuple[int, int]]:
         lo, size = lo + size, min(last, size * 2)
 
 
+def windows_of(blocks: Iterable[np.ndarray], last: int = LAST_WINDOW) -> Iterator[np.ndarray]:
+    """The indices of ``blocks`` (arrays, taken in turn as they are needed) in the windows of
+    :func:`ahead_windows`, cut across the blocks' bounds: an order handed over in blocks (view iteration,
+    :class:`sjsonl.torch.IterableDataset`: 8,192 positions at a time) is read in windows that keep their size
+    from one block to the next, instead of starting small again at each.
+
+    Example:
+        >>> [len(w) for w in windows_of([np.arange(100), np.arange(100, 300)])]
+        [64, 128, 108]
+    """
+    if last < 1:
+        raise InvalidArgumentError(f"windows must hold at least one record, got last={last}")
+    size = min(FIRST_WINDOW, last)
+    held: list[np.ndarray] = []
+    count = 0
+    for block in blocks:
+        held.append(block)
+        count += len(block)
+        while count >= size:
+            joined = held[0] if len(held) == 1 else np.concatenate(held)
+            yield joined[:size]
+            held, count = [joined[size:]], count - size
+            size = min(last, size * 2)
+    if count:
+        yield held[0] if len(held) == 1 else np.concatenate(held)
+
+
 def coalesced_runs(starts: list[int], ends: list[int], gap: int, most: int) -> list[list]:
     """Spans ``[starts[k], ends[k])`` merged, in file order, into reads ``[lo, hi, members]``: a span
     closer than ``gap`` bytes to the read before it joins it, while the read stays within ``most`` bytes.
@@ -295,18 +322,19 @@ def coalesced_runs(starts: list[int], ends: list[int], gap: int, most: int) -> l
 
 
 def windows_fetched_ahead(
-    storage: Storage, indices: np.ndarray, spans_at: Any, most: int
+    storage: Storage, blocks: Iterable[np.ndarray], spans_at: Any, most: int
 ) -> Generator[tuple[list[int], list[int], list[list], list[bytes]], None, None]:  # fmt: skip
-    """``(starts, ends, runs, blobs)`` of each of :func:`ahead_windows` over ``indices`` in turn: the
-    records' spans (``spans_at(indices[lo:hi])``), their :func:`coalesced_runs` and the bytes of each run —
-    the next windows fetched while one is consumed where the storage ``fetches_ahead`` (see the module).
+    """``(starts, ends, runs, blobs)`` of each of the :func:`windows_of` ``blocks`` (arrays of record
+    indices) in turn: the records' spans (``spans_at(window)``), their :func:`coalesced_runs` and the bytes
+    of each run — the next windows fetched while one is consumed where the storage ``fetches_ahead`` (see
+    the module).
 
     Example:
         >>> from sjsonl.storage import MemoryFile
         >>> data = b"".join(b"%02d\\n" % i for i in range(100))  # record i: bytes [3i, 3i + 2)
         >>> def spans_at(ix):
         ...     return (ix * 3).tolist(), (ix * 3 + 2).tolist()
-        >>> got = windows_fetched_ahead(MemoryFile(data), np.arange(99, -1, -1), spans_at, 1 << 20)
+        >>> got = windows_fetched_ahead(MemoryFile(data), [np.arange(99, -1, -1)], spans_at, 1 << 20)
         >>> [(len(starts), blobs[0]) for starts, _, _, blobs in got]  # (runs in file order)
         [(64, b'36'), (36, b'00')]
     """
@@ -317,8 +345,8 @@ def windows_fetched_ahead(
     last = LAST_WINDOW if ahead else FIRST_WINDOW
 
     def plan() -> Iterator[tuple[tuple[list[int], list[int], list[list]], list[tuple[int, int]]]]:
-        for lo, hi in ahead_windows(len(indices), last):
-            starts, ends = spans_at(indices[lo:hi])
+        for window in windows_of(blocks, last):
+            starts, ends = spans_at(window)
             runs = coalesced_runs(starts, ends, gap, most)
             yield (starts, ends, runs), [(a, b) for a, b, _ in runs]
 

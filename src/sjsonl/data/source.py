@@ -456,7 +456,7 @@ class IndexedFile:
         """
         if getattr(self.storage, "buffer", None) is None:
             if getattr(self.storage, "reads_in_windows", False) and len(indices) > FIRST_WINDOW:
-                return self._iter_fetched_ahead(indices, decode)
+                return self.iter_windows((indices,), decode)
             return iter(self.records_at(indices, decode))  # batched reads pay off more than laziness
         check_unchanged(self.storage)
         starts, ends = self._spans_at(indices)
@@ -469,9 +469,9 @@ class IndexedFile:
         blobs = read_many_ahead(self, [(lo, hi) for lo, hi, _ in runs])
         return self._decode_runs(starts, ends, runs, blobs, decode)
 
-    def _iter_fetched_ahead(self, indices: np.ndarray, decode: Decoder | None) -> Iterator[Any]:
-        """:meth:`iter_at` in windows (remote objects), each read as by :meth:`_read_and_decode`."""
-        with closing(windows_fetched_ahead(self.storage, indices, self._spans_at, _READ_BYTES)) as windows:
+    def iter_windows(self, blocks: Iterable[np.ndarray], decode: Decoder | None = None) -> Iterator[Any]:
+        """:meth:`iter_at` of ``blocks`` in turn, in windows that run on across them (remote objects)."""
+        with closing(windows_fetched_ahead(self.storage, blocks, self._spans_at, _READ_BYTES)) as windows:
             for starts, ends, runs, blobs in windows:
                 yield from self._decode_runs(starts, ends, runs, blobs, decode)
 
