@@ -21,7 +21,7 @@ from sjsonl import JSONLDataset  # noqa: E402
 from sjsonl.data import dataset as dataset_module  # noqa: E402
 from sjsonl.data import readahead  # noqa: E402
 from sjsonl.data.readahead import FIRST_WINDOW, LAST_WINDOW, ahead_windows, windows_of  # noqa: E402
-from sjsonl.errors import StaleDataError  # noqa: E402
+from sjsonl.errors import InvalidArgumentError, StaleDataError  # noqa: E402
 from sjsonl.storage.ahead import WINDOWS, windows_under_way  # noqa: E402
 from sjsonl.storage.fetch import fetcher_for  # noqa: E402
 from sjsonl.storage.remote import RemoteFile  # noqa: E402
@@ -216,3 +216,30 @@ def test_an_order_iterated_in_blocks_is_read_in_windows_that_run_on(remote, tmp_
     got = records(JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index")))
     assert got == records(JSONLDataset(str(local)))
     assert sizes == [hi - lo for lo, hi in ahead_windows(N)]
+
+
+def test_sjsonl_remote_gap_0_fetches_only_the_records_bytes(remote, tmp_path, monkeypatch):
+    """Where bytes are billed: with SJSONL_REMOTE_GAP=0 the windows' neighbours no longer share a request
+    through the gaps between them — an exact shuffle fetches the object's bytes once, not several times."""
+    data = body()
+    url = remote.put(data)
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    expected = [r["i"] for r in ds.shuffle(seed=3)]
+    fetched = {}
+    for gap in ("0", str(256 << 10)):  # (256 KiB: the default, which this module's fixture turns off)
+        monkeypatch.setenv("SJSONL_REMOTE_GAP", gap)
+        no_reads_ahead()
+        remote.reset_stats()
+        assert [r["i"] for r in ds.shuffle(seed=3)] == expected
+        no_reads_ahead()
+        fetched[gap] = remote.stats()["bytes_served"]
+    assert fetched["0"] <= len(data) * 1.05  # (hedged copies of slow requests aside)
+    assert fetched[str(256 << 10)] > 2 * len(data)  # the default reads through gaps
+
+
+def test_a_bad_sjsonl_remote_gap_is_refused(remote, tmp_path, monkeypatch):
+    url = remote.put(body(100))
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    monkeypatch.setenv("SJSONL_REMOTE_GAP", "256k")
+    with pytest.raises(InvalidArgumentError, match="SJSONL_REMOTE_GAP"):
+        list(ds.shuffle(seed=0))

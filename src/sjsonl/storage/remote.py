@@ -47,7 +47,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sjsonl.errors import DataFileError, StaleDataError, require
+from sjsonl.errors import DataFileError, InvalidArgumentError, StaleDataError, require
 from sjsonl.storage.base import DataStamp, data_file_error, fingerprint_of, iter_ranges
 from sjsonl.storage.chunk_fill import ChunkFiller
 from sjsonl.storage.chunk_store import ChunkStore, cache_settings
@@ -112,7 +112,8 @@ class RemoteFile:
     #: A request costs a round trip (tens of ms on S3), in which ~100 MB/s moves several MiB; but the
     #: requests of a batch go out concurrently, and bytes read through gaps are wasted (on every batch of
     #: a medium-sized file, 1 MiB gaps merged 256 random records into reading all 64 MiB). 256 KiB: a
-    #: few ms of transfer, bounded waste.
+    #: few ms of transfer, bounded waste. ``$SJSONL_REMOTE_GAP`` (bytes) overrides it: 0 where bytes are
+    #: billed (egress, a metered link), so that only the records' own bytes are fetched.
     REMOTE_GAP = 256 << 10
     #: With the chunk cache a read is a local ``pread``: reading through a gap is a wasted copy.
     CACHED_GAP = 4 << 10
@@ -130,7 +131,14 @@ class RemoteFile:
 
     @property
     def coalesce_gap(self) -> int:
-        return self.CACHED_GAP if self._store() is not None else self.REMOTE_GAP
+        if self._store() is not None:
+            return self.CACHED_GAP
+        raw = os.environ.get("SJSONL_REMOTE_GAP", "").strip()
+        if not raw:
+            return self.REMOTE_GAP
+        if not raw.isdigit():
+            raise InvalidArgumentError(f"SJSONL_REMOTE_GAP must be a number of bytes >= 0, got {raw!r}")
+        return int(raw)
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self._fsspec = require("fsspec", "remote")
