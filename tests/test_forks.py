@@ -1,5 +1,5 @@
-"""sjsonl.runtime.forks: a forked child freezes what it inherited, still collects what it makes, and the
-environment variable turns it off."""
+"""sjsonl.runtime.forks: a DataLoader worker freezes what it inherited and still collects what it makes; a
+plain fork is left alone; the environment variable turns it off."""
 
 from __future__ import annotations
 
@@ -13,21 +13,7 @@ import pytest
 import sjsonl  # noqa: F401  (registers the hook)
 from sjsonl.runtime import forks
 
-
-def _in_child(fn: Callable[[], object]) -> object:
-    """``fn()`` run in a forked child, its JSON result read back through a pipe."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        try:
-            os.write(write, json.dumps(fn()).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        out = f.read()
-    os.waitpid(pid, 0)
-    return json.loads(out)
+torch = pytest.importorskip("torch")
 
 
 class _Cycle:
@@ -35,40 +21,79 @@ class _Cycle:
         self.me = self
 
 
-def test_a_child_freezes_what_it_inherited_and_collects_what_it_makes() -> None:
-    inherited = [_Cycle() for _ in range(100)]  # (alive in the parent: in the child's frozen heap)
+class _InWorker(torch.utils.data.Dataset):
+    """Two items, each what ``probe()`` returns inside a DataLoader worker."""
 
-    def child() -> dict:
-        frozen = gc.get_freeze_count()
-        for _ in range(50):
-            _Cycle()  # garbage cycles made in the child
-        return {"frozen": frozen, "collected": gc.collect()}
+    def __init__(self, probe: Callable[[], int]) -> None:
+        self.probe = probe
 
-    got = _in_child(child)
-    assert isinstance(got, dict)
-    assert got["frozen"] >= len(inherited)
-    assert got["collected"] >= 50
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> int:
+        return self.probe()
+
+
+def _in_worker(probe: Callable[[], int]) -> list[int]:
+    loader = torch.utils.data.DataLoader(
+        _InWorker(probe), batch_size=None, num_workers=1, multiprocessing_context="fork"
+    )
+    got = [int(n) for n in loader]
+    assert len(got) == 2
+    return got
+
+
+def _collects_its_own() -> int:
+    for _ in range(50):
+        _Cycle()  # garbage cycles made in the worker
+    return gc.collect()
+
+
+def test_a_dataloader_worker_freezes_what_it_inherited_and_collects_what_it_makes() -> None:
+    inherited = [_Cycle() for _ in range(100)]  # (alive in the parent: in the worker's frozen heap)
+    assert all(n >= len(inherited) for n in _in_worker(gc.get_freeze_count))
+    assert all(n >= 50 for n in _in_worker(_collects_its_own))
     assert gc.get_freeze_count() == 0  # the parent is untouched
+
+
+def test_a_plain_fork_is_left_alone() -> None:
+    """A fork that is not a data loader's (a process pool, a prefork server) keeps its collector as it was."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.write(write, json.dumps(gc.get_freeze_count()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    assert json.loads(out) == 0
 
 
 @pytest.mark.parametrize("value", ["0", "off"])
 def test_the_environment_variable_turns_it_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(forks.ENV, value)
     assert not forks.freezes_inherited()
-    assert _in_child(gc.get_freeze_count) == 0
+    assert _in_worker(gc.get_freeze_count) == [0, 0]
 
 
-def test_a_dataloader_worker_starts_frozen() -> None:
-    torch = pytest.importorskip("torch")
+def test_a_mindspore_worker_freezes_what_it_inherited() -> None:
+    """MindSpore's Python multiprocessing workers (python_multiprocessing=True) are forked from
+    mindspore/dataset/: frozen as well."""
+    np = pytest.importorskip("numpy")
+    msd = pytest.importorskip("mindspore.dataset")
 
-    class FreezeCount(torch.utils.data.Dataset):
+    class FreezeCount:
         def __len__(self) -> int:
-            return 2
+            return 4
 
-        def __getitem__(self, i: int) -> int:
-            return gc.get_freeze_count()
+        def __getitem__(self, i: int) -> tuple:
+            return (np.array(gc.get_freeze_count()),)
 
-    loader = torch.utils.data.DataLoader(
-        FreezeCount(), batch_size=None, num_workers=1, multiprocessing_context="fork"
+    ds = msd.GeneratorDataset(
+        FreezeCount(), ["n"], shuffle=False, num_parallel_workers=2, python_multiprocessing=True
     )
-    assert all(int(n) > 0 for n in loader)
+    got = [int(n) for (n,) in ds.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+    assert len(got) == 4 and all(n > 0 for n in got)

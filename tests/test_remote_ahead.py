@@ -189,7 +189,10 @@ def test_windows_of_blocks_run_on_across_them(seed):
     rng = np.random.default_rng(seed)
     order = rng.permutation(3000)
     cuts = np.sort(rng.choice(np.arange(1, 3000), size=int(rng.integers(1, 40)), replace=False))
-    windows = list(windows_of(np.split(order, cuts)))
+    blocks = [b for block in np.split(order, cuts) for b in (block, order[:0])]  # empty blocks between
+    pulled = []
+    windows = list(windows_of(pulled.append(len(b)) or b for b in blocks))
+    assert len(pulled) == len(blocks)
     assert [(len(w)) for w in windows] == [hi - lo for lo, hi in ahead_windows(len(order))]
     assert np.concatenate(windows).tolist() == order.tolist()
 
@@ -233,7 +236,7 @@ def test_sjsonl_remote_gap_0_fetches_only_the_records_bytes(remote, tmp_path, mo
         assert [r["i"] for r in ds.shuffle(seed=3)] == expected
         no_reads_ahead()
         fetched[gap] = remote.stats()["bytes_served"]
-    assert fetched["0"] <= len(data) * 1.05  # (hedged copies of slow requests aside)
+    assert fetched["0"] <= len(data) * 1.5  # (and the copies hedged of slow requests)
     assert fetched[str(256 << 10)] > 2 * len(data)  # the default reads through gaps
 
 
@@ -243,3 +246,23 @@ def test_a_bad_sjsonl_remote_gap_is_refused(remote, tmp_path, monkeypatch):
     monkeypatch.setenv("SJSONL_REMOTE_GAP", "256k")
     with pytest.raises(InvalidArgumentError, match="SJSONL_REMOTE_GAP"):
         list(ds.shuffle(seed=0))
+
+
+def test_a_cache_sealed_during_the_pass_has_the_rest_read_mapped(remote, tmp_path, monkeypatch):
+    """Once the chunk cache seals (the object whole on disk, mapped), the blocks after it are read through
+    the map — the local file's path — not in windows; the records are still the local copy's, in order."""
+    data = body()
+    url = remote.put(data)
+    local = tmp_path / "local.jsonl"
+    local.write_bytes(data)
+    ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
+    monkeypatch.setattr(dataset_module, "_BLOCK", 500)
+    asked = []
+    # sealed from the third look on (one look a block before it is read in windows): the bytes as a map
+    monkeypatch.setattr(RemoteFile, "buffer", property(lambda self: asked.append(1) or (
+        (lambda: data) if len(asked) > 2 else None)))  # fmt: skip
+    sizes: list[int] = []
+    runs = readahead.coalesced_runs
+    monkeypatch.setattr(readahead, "coalesced_runs", lambda s, *a: sizes.append(len(s)) or runs(s, *a))
+    assert [r["i"] for r in ds.shuffle(seed=1)] == [r["i"] for r in JSONLDataset(str(local)).shuffle(seed=1)]
+    assert sum(sizes) == 2 * 500  # the first two blocks in windows, the rest mapped

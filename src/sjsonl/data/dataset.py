@@ -401,14 +401,22 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         """
         f = self._single
         storage = None if f is None else f.storage
-        windows = getattr(storage, "reads_in_windows", False) and getattr(storage, "buffer", None) is None
-        if f is None or self._transform is not None or not windows:  # (a sealed cache: mapped, as local)
+        if f is None or self._transform is not None or not getattr(storage, "reads_in_windows", False):
             for block in blocks:
                 yield from self.iter_positions(block)
             return
-        yield from f.iter_windows(
-            blocks if self._order is None else map(self._order.take, blocks), self._decode
-        )
+        blocks, sealed = iter(blocks), []
+
+        def until_mapped() -> Iterator[np.ndarray]:  # a cache sealed during the pass: the rest read mapped
+            for block in blocks:
+                if getattr(storage, "buffer", None) is not None:
+                    sealed.append(block)
+                    return
+                yield block if self._order is None else self._order.take(block)
+
+        yield from f.iter_windows(until_mapped(), self._decode)
+        for block in itertools.chain(sealed, blocks):
+            yield from self.iter_positions(block)
 
     def iter_positions(self, positions: np.ndarray) -> Iterator[Any]:
         """The records at ``positions`` (any order), decoded one at a time as they are consumed — the

@@ -136,7 +136,7 @@ class RemoteFile:
         raw = os.environ.get("SJSONL_REMOTE_GAP", "").strip()
         if not raw:
             return self.REMOTE_GAP
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()):
             raise InvalidArgumentError(f"SJSONL_REMOTE_GAP must be a number of bytes >= 0, got {raw!r}")
         return int(raw)
 
