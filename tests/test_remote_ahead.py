@@ -193,6 +193,9 @@ def test_windows_of_blocks_run_on_across_them(seed):
     pulled = []
     windows = list(windows_of(pulled.append(len(b)) or b for b in blocks))
     assert len(pulled) == len(blocks)
+    pulled.clear()
+    first = next(windows_of(pulled.append(len(b)) or b for b in blocks))  # a window takes only what it needs
+    assert len(first) == FIRST_WINDOW and sum(pulled) - pulled[-1] < FIRST_WINDOW <= sum(pulled)
     assert [(len(w)) for w in windows] == [hi - lo for lo, hi in ahead_windows(len(order))]
     assert np.concatenate(windows).tolist() == order.tolist()
 
