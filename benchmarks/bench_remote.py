@@ -268,8 +268,11 @@ def _half_cache(
 def _baseline(*args: str) -> dict:
     """One step of ``remote_baselines.py`` in the baselines' environment: its JSON answer."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remote_baselines.py")
-    out = subprocess.run([os.path.join(BASELINES, "bin", "python"), script, *args], capture_output=True,
-                         text=True, timeout=1800, env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+    # their scratch files (LitData's file locks, …) in a directory of their own, removed after the step
+    with tempfile.TemporaryDirectory(prefix="sjsonl-bench-baseline-") as scratch:
+        env = {**os.environ, "PYTHONWARNINGS": "ignore", "TMPDIR": scratch}
+        out = subprocess.run([os.path.join(BASELINES, "bin", "python"), script, *args], capture_output=True,
+                             text=True, timeout=1800, env=env)  # fmt: skip
     if out.returncode != 0:
         raise RuntimeError(f"remote_baselines.py {args[0]} {args[1]} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
