@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import multiprocessing.util
 import os
 import shutil
 import socket
@@ -27,6 +28,10 @@ os.environ.setdefault("GLOG_v", "3")  # keep MindSpore quiet
 # (its workers read the variable too) and torch's inductor cache (made by an import in the trainer tests).
 os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", os.path.join(_HF_HOME, "dask"))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_HF_HOME, "torchinductor"))
+# multiprocessing's scratch directory (pymp-*), made once here and removed at this process's exit: a forked
+# worker (a DataLoader's, MindSpore's) inherits it instead of making its own, which a worker terminated by
+# its loader leaves behind (a CI run found one in the temp dir).
+multiprocessing.util.get_temp_dir()
 
 # Hypothesis: a profile per tier — "fast" for the README's test command, "ci" for the slow tier in CI
 # (more examples, no deadline: a loaded machine must not fail a property). HYPOTHESIS_PROFILE picks one.
