@@ -8,12 +8,13 @@ import json
 import os
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 import sjsonl  # noqa: F401  (registers the hook)
 from sjsonl.runtime import forks
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch")  # (the torch extra: make test installs it)
 
 
 class _Cycle:
@@ -82,8 +83,7 @@ def test_the_environment_variable_turns_it_off(monkeypatch: pytest.MonkeyPatch, 
 def test_a_mindspore_worker_freezes_what_it_inherited() -> None:
     """MindSpore's Python multiprocessing workers (python_multiprocessing=True) are forked from
     mindspore/dataset/: frozen as well."""
-    np = pytest.importorskip("numpy")
-    msd = pytest.importorskip("mindspore.dataset")
+    msd = pytest.importorskip("mindspore.dataset")  # (the mindspore extra: make test installs it)
 
     class FreezeCount:
         def __len__(self) -> int:

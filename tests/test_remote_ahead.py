@@ -6,6 +6,7 @@ StaleDataError, never a record of the new one."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -20,7 +21,7 @@ import numpy as np  # noqa: E402
 from sjsonl import JSONLDataset  # noqa: E402
 from sjsonl.data import dataset as dataset_module  # noqa: E402
 from sjsonl.data import readahead  # noqa: E402
-from sjsonl.data.readahead import FIRST_WINDOW, LAST_WINDOW, ahead_windows, windows_of  # noqa: E402
+from sjsonl.data.readahead import FIRST_WINDOW, LAST_WINDOW, windows_of  # noqa: E402
 from sjsonl.errors import InvalidArgumentError, StaleDataError  # noqa: E402
 from sjsonl.storage.ahead import WINDOWS, windows_under_way  # noqa: E402
 from sjsonl.storage.fetch import fetcher_for  # noqa: E402
@@ -30,6 +31,12 @@ from sjsonl.torch import IterableDataset  # noqa: E402
 from ._s3_proxy import s3_proxy, serving_bucket  # noqa: E402, F401
 
 N = 2000
+
+
+def window_bounds(n: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` of the windows an order of ``n`` records is read in, in one block."""
+    ends = np.cumsum([0] + [len(w) for w in windows_of([np.arange(n)])]).tolist()
+    return list(itertools.pairwise(ends))
 
 
 def body(n: int = N, tag: str = "") -> bytes:
@@ -74,7 +81,7 @@ def test_the_first_record_waits_for_one_window_and_the_reads_ahead_are_bounded(r
     hedged = fetcher_for(url).hedged
     it = iter(ds.shuffle(seed=4))
     first = next(it)
-    windows = list(ahead_windows(N))
+    windows = list(window_bounds(N))
     ahead = windows[WINDOWS][1]  # the first window and the WINDOWS after it
     gets = settled_gets(remote, url, hedged)
     assert FIRST_WINDOW < gets <= ahead < N  # read ahead of the first window, and no further
@@ -151,7 +158,7 @@ def test_closing_the_iteration_stops_the_reads_ahead(remote, tmp_path):
     next(it)
     it.close()
     gets = settled_gets(remote, url, hedged)
-    assert gets <= list(ahead_windows(N))[WINDOWS][1]
+    assert gets <= list(window_bounds(N))[WINDOWS][1]
     no_reads_ahead()  # its threads ended
 
 
@@ -196,7 +203,7 @@ def test_windows_of_blocks_run_on_across_them(seed):
     pulled.clear()
     first = next(windows_of(pulled.append(len(b)) or b for b in blocks))  # a window takes only what it needs
     assert len(first) == FIRST_WINDOW and sum(pulled) - pulled[-1] < FIRST_WINDOW <= sum(pulled)
-    assert [(len(w)) for w in windows] == [hi - lo for lo, hi in ahead_windows(len(order))]
+    assert [(len(w)) for w in windows] == [hi - lo for lo, hi in window_bounds(len(order))]
     assert np.concatenate(windows).tolist() == order.tolist()
 
 
@@ -221,7 +228,7 @@ def test_an_order_iterated_in_blocks_is_read_in_windows_that_run_on(remote, tmp_
 
     got = records(JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index")))
     assert got == records(JSONLDataset(str(local)))
-    assert sizes == [hi - lo for lo, hi in ahead_windows(N)]
+    assert sizes == [hi - lo for lo, hi in window_bounds(N)]
 
 
 def test_sjsonl_remote_gap_0_fetches_only_the_records_bytes(remote, tmp_path, monkeypatch):
@@ -261,9 +268,10 @@ def test_a_cache_sealed_during_the_pass_has_the_rest_read_mapped(remote, tmp_pat
     ds = JSONLDataset(url, storage_options=remote.options, index_dir=str(tmp_path / "index"))
     monkeypatch.setattr(dataset_module, "_BLOCK", 500)
     asked = []
-    # sealed from the third look on (one look a block before it is read in windows): the bytes as a map
+    # sealed from the fourth look on (one as the pass starts, one a block before it is read in windows):
+    # the bytes as a map
     monkeypatch.setattr(RemoteFile, "buffer", property(lambda self: asked.append(1) or (
-        (lambda: data) if len(asked) > 2 else None)))  # fmt: skip
+        (lambda: data) if len(asked) > 3 else None)))  # fmt: skip
     sizes: list[int] = []
     runs = readahead.coalesced_runs
     monkeypatch.setattr(readahead, "coalesced_runs", lambda s, *a: sizes.append(len(s)) or runs(s, *a))

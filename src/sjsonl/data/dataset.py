@@ -25,6 +25,7 @@ import numpy as np
 
 from sjsonl.data.members import member_counts, member_paths, open_members
 from sjsonl.data.packing.packable import Packable
+from sjsonl.data.readahead import reads_in_windows
 from sjsonl.data.source import HOT, IndexedFile
 from sjsonl.data.transforms import columns as _columns
 from sjsonl.data.transforms.pipeline import Pipeline
@@ -399,22 +400,17 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
             >>> list(JSONLDataset(path).iter_position_blocks([np.array([2]), np.array([0, 1])]))
             [12, 10, 11]
         """
-        f = self._single
-        storage = None if f is None else f.storage
-        if f is None or self._transform is not None or not getattr(storage, "reads_in_windows", False):
-            for block in blocks:
-                yield from self.iter_positions(block)
-            return
-        blocks, sealed = iter(blocks), []
+        f, blocks, sealed = self._single, iter(blocks), []
 
-        def until_mapped() -> Iterator[np.ndarray]:  # a cache sealed during the pass: the rest read mapped
-            for block in blocks:
-                if getattr(storage, "buffer", None) is not None:
+        def until_mapped(file: IndexedFile) -> Iterator[np.ndarray]:  # a cache sealed during the pass: the
+            for block in blocks:  # rest of the blocks read mapped
+                if not reads_in_windows(file):
                     sealed.append(block)
                     return
                 yield block if self._order is None else self._order.take(block)
 
-        yield from f.iter_windows(until_mapped(), self._decode)
+        if f is not None and self._transform is None and reads_in_windows(f):  # (a remote object, unmapped)
+            yield from f.iter_windows(until_mapped(f), self._decode)
         for block in itertools.chain(sealed, blocks):
             yield from self.iter_positions(block)
 

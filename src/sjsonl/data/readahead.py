@@ -257,33 +257,30 @@ def read_many_ahead(file: HintedFile, ranges: Sequence[tuple[int, int]]) -> list
 FIRST_WINDOW, LAST_WINDOW = 64, 512
 
 
-def ahead_windows(n: int, last: int = LAST_WINDOW) -> Iterator[tuple[int, int]]:
-    """``[lo, hi)`` bounds of the windows ``n`` positions are read in: :data:`FIRST_WINDOW` records,
-    doubling up to ``last``.
+def reads_in_windows(file: HintedFile) -> bool:
+    """Whether an order iterated over ``file`` is read in windows now: its storage is a remote object
+    (``reads_in_windows``) not mapped from a sealed cache — once mapped, it is read as a local file is.
 
     Example:
-        >>> list(ahead_windows(300))
-        [(0, 64), (64, 192), (192, 300)]
-        >>> list(ahead_windows(150, last=64))
-        [(0, 64), (64, 128), (128, 150)]
+        >>> from sjsonl.storage import MemoryFile
+        >>> reads_in_windows(type("F", (), {"storage": MemoryFile(b"")})())
+        False
     """
-    if last < 1:
-        raise InvalidArgumentError(f"windows must hold at least one record, got last={last}")
-    lo, size = 0, min(FIRST_WINDOW, last)
-    while lo < n:
-        yield lo, min(n, lo + size)
-        lo, size = lo + size, min(last, size * 2)
+    storage = file.storage
+    return getattr(storage, "reads_in_windows", False) and getattr(storage, "buffer", None) is None
 
 
 def windows_of(blocks: Iterable[np.ndarray], last: int = LAST_WINDOW) -> Iterator[np.ndarray]:
-    """The indices of ``blocks`` (arrays, taken in turn as they are needed) in the windows of
-    :func:`ahead_windows`, cut across the blocks' bounds: an order handed over in blocks (view iteration,
-    :class:`sjsonl.torch.IterableDataset`: 8,192 positions at a time) is read in windows that keep their size
-    from one block to the next, instead of starting small again at each.
+    """The indices of ``blocks`` (arrays, taken in turn as they are needed) in windows of
+    :data:`FIRST_WINDOW` records, doubling up to ``last``, cut across the blocks' bounds: an order handed
+    over in blocks (view iteration, :class:`sjsonl.torch.IterableDataset`: 8,192 positions at a time) is read
+    in windows that keep their size from one block to the next, instead of starting small again at each.
 
     Example:
         >>> [len(w) for w in windows_of([np.arange(100), np.arange(100, 300)])]
         [64, 128, 108]
+        >>> [len(w) for w in windows_of([np.arange(150)], last=64)]
+        [64, 64, 22]
     """
     if last < 1:
         raise InvalidArgumentError(f"windows must hold at least one record, got last={last}")

@@ -30,6 +30,7 @@ from sjsonl.data.readahead import (
     FIRST_WINDOW,
     coalesced_runs,
     read_many_ahead,
+    reads_in_windows,
     spans_ahead,
     windows_fetched_ahead,
 )
@@ -449,14 +450,11 @@ class IndexedFile:
         return self._read_and_decode(starts, ends, decode)
 
     def iter_at(self, indices: np.ndarray, decode: Decoder | None = None) -> Iterator[Any]:
-        """:meth:`records_at` as an iterator that decodes one record at a time from a memory map.
-
-        Iterating a shuffled view this way keeps one live record instead of a block of them, which would
-        push each other out of the CPU caches (about 1.4× faster on ~180-byte records).
-        """
+        """:meth:`records_at` as an iterator that decodes one record at a time from a memory map: one live
+        record, not a block of them pushing each other out of the CPU caches (~1.4× on ~180-byte records)."""
+        if reads_in_windows(self) and len(indices) > FIRST_WINDOW:
+            return self.iter_windows((indices,), decode)
         if getattr(self.storage, "buffer", None) is None:
-            if getattr(self.storage, "reads_in_windows", False) and len(indices) > FIRST_WINDOW:
-                return self.iter_windows((indices,), decode)
             return iter(self.records_at(indices, decode))  # batched reads pay off more than laziness
         check_unchanged(self.storage)
         starts, ends = self._spans_at(indices)
