@@ -18,6 +18,8 @@ setup(
         Extension(
             "sjsonl.index._newlines",
             ["src/sjsonl/index/_newlines.c"],
+            depends=["src/sjsonl/storage/_guarded_api.h"],
+            libraries=["dl"],  # dlopen/dlsym (in libc itself since glibc 2.34)
             optional=True,
             extra_compile_args=["-O3"],
         ),

@@ -201,6 +201,7 @@ class IndexedFile:
             )
         self.layout = loaded.layout  # "": lines; else the elements of a JSON document (sjsonl.data.document)
         self.index_origin = loaded.origin  # "found", "extended" (after an append) or "built"
+        self.alongside = loaded.alongside  # what saw the scan's chunks (sjsonl.records.alongside), used once
         # An index whose O(records) checks were deferred is mapped and checked on first use (.offsets)
         self._deferred = not loaded.verified
         self._offsets: Offsets | None = None if self._deferred else loaded.offsets
@@ -542,7 +543,7 @@ class IndexedFile:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_hot"] = state["_hot_records"] = None
+        state["_hot"] = state["_hot_records"] = state["alongside"] = None
         state["_check"] = None  # (a thread): the copy checks on first use, or finds it checked already
         if self.index_path is not None:
             state["_offsets"] = None  # the receiving process maps the index file itself, on first use

@@ -43,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -60,6 +61,7 @@ from sjsonl.errors import (
     UnsupportedArgumentError,
 )
 from sjsonl.hf.data_files import JSON_EXTENSIONS, DataFiles, PathLike, is_jsonl_source, resolve_data_files
+from sjsonl.records.alongside import typing_alongside
 from sjsonl.records.conform import conform_rows
 from sjsonl.records.schema import infer_schema
 
@@ -279,7 +281,8 @@ def load_dataset(
                 allow_nan=allow_nan,
             )
 
-        ds = open_()
+        with typing_alongside() if fill_missing and features is None else contextlib.nullcontext():
+            ds = open_()  # (every row's types come next: an index built now types its records as it scans)
         # conform_rows is a function of one record: the per-record transform= (with_transform takes batches)
         if features is not None:
             ds = open_(conform_rows(features=features))

@@ -9,6 +9,14 @@
  *                                       carriage return), so the caller looks at lines only when k > 0
  *   ways() -> list                      the ways this machine can take, fastest first ("avx512", "avx2",
  *                                       "memchr"); fill and starts take the first unless told (tests)
+ *   starts_in_map(map, lo, hi, out)     starts over bytes [lo, hi) of a GuardedMap (sjsonl.storage._guarded),
+ *     -> (n, k, digest)                 read in place under its guard (a file cut short under the scan raises,
+ *                                       never SIGBUS), with the xxh3-64 digest of those bytes, taken while
+ *                                       they are in the cache (the content hash's leaf: storage.content)
+ *   link_xxh3(path) -> bool             find XXH3_64bits in the loaded extension at path (the xxhash
+ *                                       package's: the digest is the very function storage.content calls);
+ *                                       starts_in_map needs it, and the caller checks digest(b) against it
+ *   digest(data) -> int                 that function's digest of data (for that check)
  *
  * The ways, chosen at run time (the build needs no -mavx flags): AVX-512 with VBMI2 compresses the byte
  * indices of a 64-byte block by its newline mask and stores 8 or 16 offsets at once; AVX2 reads the mask
@@ -22,6 +30,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <dlfcn.h>
+
+#include "../storage/_guarded_api.h"
 
 static Py_ssize_t count_with_memchr(const char *p, Py_ssize_t n) {
     Py_ssize_t count = 0;
@@ -276,6 +287,34 @@ static void fill_offsets(const char *p, Py_ssize_t n, unsigned long long base, v
     fill_with_memchr(p, n, base, out, itemsize, capacity, r);
 }
 
+/* `out` as a writable buffer of native-order uint32 or uint64; its item size, or 0 with an exception set
+   (and nothing held). */
+static Py_ssize_t get_out(PyObject *target, Py_buffer *out) {
+    if (PyObject_GetBuffer(target, out, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return 0;
+    Py_ssize_t itemsize = out->itemsize;
+    const char *fmt = (out->format && *out->format) ? out->format : "B";
+    char kind = fmt[strlen(fmt) - 1];  /* "<Q", "=I", "L", ...: the type letter comes last */
+    if (kind != 'I' && kind != 'L' && kind != 'Q') itemsize = 0;  /* unsigned integers only */
+#if PY_LITTLE_ENDIAN
+    if (fmt[0] == '>' || fmt[0] == '!') itemsize = 0;  /* written in native (little-endian) order */
+#else
+    if (fmt[0] == '<') itemsize = 0;
+#endif
+    if (itemsize != 4 && itemsize != 8) {
+        PyBuffer_Release(out);
+        PyErr_SetString(PyExc_TypeError, "out must be an array of native-order uint32 or uint64");
+        return 0;
+    }
+    return itemsize;
+}
+
+/* fill's outcome as Python sees it: NULL with the error of an overflow, else 0 (a non-NULL marker). */
+static int fill_failed(const fill_result *r) {
+    if (r->overflow == 1) PyErr_SetString(PyExc_ValueError, "out is too small for the newlines in data");
+    if (r->overflow == 2) PyErr_SetString(PyExc_OverflowError, "an offset does not fit in uint32");
+    return r->overflow != 0;
+}
+
 /* fill() and starts(): parse (data, base, out), fill, and return n, or (n, suspects) with `pair`. */
 static PyObject *fill_call(PyObject *args, int pair) {
     Py_buffer data, out;
@@ -298,23 +337,9 @@ static PyObject *fill_call(PyObject *args, int pair) {
         return NULL;
     }
     unsigned long long base = (unsigned long long)signed_base;
-    if (PyObject_GetBuffer(target, &out, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+    Py_ssize_t itemsize = get_out(target, &out);
+    if (!itemsize) {
         PyBuffer_Release(&data);
-        return NULL;
-    }
-    Py_ssize_t itemsize = out.itemsize;
-    const char *fmt = (out.format && *out.format) ? out.format : "B";
-    char kind = fmt[strlen(fmt) - 1];  /* "<Q", "=I", "L", ...: the type letter comes last */
-    if (kind != 'I' && kind != 'L' && kind != 'Q') itemsize = 0;  /* unsigned integers only */
-#if PY_LITTLE_ENDIAN
-    if (fmt[0] == '>' || fmt[0] == '!') itemsize = 0;  /* written in native (little-endian) order */
-#else
-    if (fmt[0] == '<') itemsize = 0;
-#endif
-    if (itemsize != 4 && itemsize != 8) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_TypeError, "out must be an array of native-order uint32 or uint64");
         return NULL;
     }
     fill_result r = {0, 0, 0};
@@ -323,16 +348,74 @@ static PyObject *fill_call(PyObject *args, int pair) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     PyBuffer_Release(&out);
-    if (r.overflow == 1) {
-        PyErr_SetString(PyExc_ValueError, "out is too small for the newlines in data");
-        return NULL;
-    }
-    if (r.overflow == 2) {
-        PyErr_SetString(PyExc_OverflowError, "an offset does not fit in uint32");
-        return NULL;
-    }
+    if (fill_failed(&r)) return NULL;
     if (pair) return Py_BuildValue("nn", r.written, r.suspects);
     return PyLong_FromSsize_t(r.written);
+}
+
+typedef unsigned long long (*Xxh3)(const void *, size_t);
+static Xxh3 xxh3 = NULL;                  /* the xxhash package's XXH3_64bits, once linked */
+static GuardedReadAPI *guarded = NULL;    /* sjsonl.storage._guarded's, imported at the first use */
+
+static PyObject *newlines_link_xxh3(PyObject *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* only an extension already loaded: never a new one */
+    xxh3 = NULL;
+    if (handle != NULL) { /* the vector build chosen at run time, as the package's own calls take it */
+        xxh3 = (Xxh3)dlsym(handle, "XXH3_64bits_dispatch");
+        if (xxh3 == NULL) xxh3 = (Xxh3)dlsym(handle, "XXH3_64bits");
+    }
+    return PyBool_FromLong(xxh3 != NULL);
+}
+
+static PyObject *newlines_digest(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (xxh3 == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "link_xxh3 first");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    unsigned long long h = xxh3(data.buf, (size_t)data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLongLong(h);
+}
+
+/* What starts_in_map runs on the mapped bytes, under the guard and without the GIL: the digest first (the
+   bytes' first read, from memory), then the newline scan (from the cache). */
+typedef struct {
+    unsigned long long base, digest;
+    void *out;
+    Py_ssize_t itemsize, capacity;
+    fill_result r;
+} MapJob;
+
+static void map_job(const unsigned char *p, Py_ssize_t n, void *arg) {
+    MapJob *job = arg;
+    job->digest = xxh3(p, (size_t)n);
+    fill_offsets((const char *)p, n, job->base, job->out, job->itemsize, job->capacity, WAY_BEST, &job->r);
+}
+
+static PyObject *newlines_starts_in_map(PyObject *self, PyObject *args) {
+    PyObject *map, *target;
+    Py_ssize_t lo, hi;
+    Py_buffer out;
+    if (!PyArg_ParseTuple(args, "OnnO", &map, &lo, &hi, &target)) return NULL;
+    if (guarded == NULL) {
+        guarded = (GuardedReadAPI *)PyCapsule_Import("sjsonl.storage._guarded._read_api", 0);
+        if (guarded == NULL) return NULL;
+    }
+    if (Py_TYPE(map) != guarded->type || xxh3 == NULL) {
+        PyErr_SetString(PyExc_TypeError, "starts_in_map takes a GuardedMap, once link_xxh3 found the digest");
+        return NULL;
+    }
+    Py_ssize_t itemsize = get_out(target, &out);
+    if (!itemsize) return NULL;
+    MapJob job = {(unsigned long long)(lo < 0 ? 0 : lo), 0, out.buf, itemsize, out.len / itemsize, {0, 0, 0}};
+    int got = guarded->run_in_place(map, lo, hi, map_job, &job); /* (it checks [lo, hi) against the map) */
+    PyBuffer_Release(&out);
+    if (got < 0 || fill_failed(&job.r)) return NULL;
+    return Py_BuildValue("nnK", job.r.written, job.r.suspects, job.digest);
 }
 
 static PyObject *newlines_fill(PyObject *self, PyObject *args) { return fill_call(args, 0); }
@@ -357,6 +440,11 @@ static PyMethodDef methods[] = {
     {"starts", newlines_starts, METH_VARARGS,
      "starts(data, base, out) -> (n, k): fill's n, and k lines begun in data with a newline or whitespace"},
     {"ways", newlines_ways, METH_NOARGS, "ways() -> the ways fill and starts can take here, fastest first"},
+    {"starts_in_map", newlines_starts_in_map, METH_VARARGS,
+     "starts_in_map(map, lo, hi, out) -> (n, k, digest): starts over [lo, hi) of a GuardedMap, and their xxh3"},
+    {"link_xxh3", newlines_link_xxh3, METH_VARARGS,
+     "link_xxh3(path) -> bool: find XXH3_64bits in the loaded extension at path"},
+    {"digest", newlines_digest, METH_VARARGS, "digest(data) -> int: the linked XXH3_64bits of data"},
     {NULL, NULL, 0, NULL},
 };
 

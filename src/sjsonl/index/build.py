@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sjsonl.errors import IndexFileError, SJSONLError, StaleDataError, StaleIndexError
+from sjsonl.index.alongside import ChunkObserver, new_observer, scan_in_place
 from sjsonl.index.append import complete_lines, extend_grown_index
 from sjsonl.index.elements import NotADocument, field_of, scan_elements
 from sjsonl.index.layout import (
@@ -63,10 +64,12 @@ def _scan(
     progress: bool | None,
     layout: str = "",
     digests: dict[int, int] | None = None,
+    observer: ChunkObserver | None = None,
 ):
     """(offsets, bytes scanned, layout): threads reading a local file, or one pass over the storage's
     chunks; for a JSON document (``layout``), its elements — or its lines, when it turns out to be none.
-    ``digests`` (local files) gets the content hash's leaf digests of the bytes scanned."""
+    ``digests`` (local files) gets the content hash's leaf digests of the bytes scanned; ``observer``, each
+    chunk of a local file's lines (:mod:`sjsonl.index.alongside`), where it can."""
     desc = f"indexing {os.path.basename(storage.path)}"
     if layout:
         reads = storage.chunks(CHUNK_BYTES)  # type: ignore[attr-defined]
@@ -81,7 +84,7 @@ def _scan(
             pass
         finally:
             bar.close()
-    return (*_scan_lines(storage, before, workers, progress, desc, digests), "")
+    return (*_scan_lines(storage, before, workers, progress, desc, digests, observer), "")
 
 
 def _counted(chunks, update):
@@ -97,12 +100,19 @@ def _scan_lines(
     progress: bool | None,
     desc: str,
     digests: dict[int, int] | None,
+    observer: ChunkObserver | None = None,
 ):
-    if isinstance(storage, LocalFile):  # read, never mapped: a truncation mid-scan cannot crash us
+    if isinstance(storage, LocalFile):  # read, or mapped under a guard: a truncation mid-scan cannot crash us
         bar = Progress(before.size, desc, progress)
         try:
-            with storage.holding() as fd:
-                found = scan_file(fd, before.size, workers=workers, on_progress=bar.update, digests=digests)
+            found = None
+            if observer is not None and digests is not None:
+                found = scan_in_place(storage, before.size, workers, bar.update, digests, observer)
+            if found is None:
+                with storage.holding() as fd:
+                    found = scan_file(
+                        fd, before.size, workers=workers, on_progress=bar.update, digests=digests
+                    )
             return found, before.size
         finally:
             bar.close()
@@ -131,6 +141,7 @@ def build_layout(
     progress: bool | None = None,
     layout: str = "",
     leaves: list[int] | None = None,
+    observer: ChunkObserver | None = None,
 ) -> tuple[np.ndarray, DataStamp, str]:
     """Scan ``storage`` and return (record start offsets, stamp of the bytes that were scanned, layout).
 
@@ -145,14 +156,15 @@ def build_layout(
     appends show on a reopen or ``refresh()``.
 
     ``leaves``, when given, gets the content hash's leaf digests of the bytes indexed (the lines of a local
-    file; it stays empty for anything else).
+    file; it stays empty for anything else). ``observer`` sees each chunk of a local file's lines, where
+    the scan can run in place (:mod:`sjsonl.index.alongside`).
     """
     for _attempt in range(3):
         before = storage.stamp(fingerprint=False)
         storage.pin(before)  # reads during the scan fail if the bytes change (no fingerprint: any change)
         digests: dict[int, int] | None = {} if isinstance(storage, LocalFile) else None
         try:
-            offsets, size, found_layout = _scan(storage, before, workers, progress, layout, digests)
+            offsets, size, found_layout = _scan(storage, before, workers, progress, layout, digests, observer)
         except MemoryError:
             raise MemoryError(
                 f"out of memory indexing {storage.path}: its offsets (4 or 8 bytes a record) did not fit"
@@ -449,8 +461,9 @@ def _build(
     if ignored:
         warnings.warn(ignored[-1], ArtifactWarning, stacklevel=4)
     leaves: list[int] = []
+    observer = new_observer()  # (where asked for: sjsonl.index.alongside)
     offsets, stamp, layout = build_layout(
-        storage, workers=workers, progress=progress, layout=layout, leaves=leaves
+        storage, workers=workers, progress=progress, layout=layout, leaves=leaves, observer=observer
     )
     try:
         written: str | None = save_index(
@@ -464,7 +477,7 @@ def _build(
         save_leaves(written, stamp, leaves)
     checksum = meta_of(offsets, stamp, storage.path, layout).checksum
     served = offsets if written is None else _mapped(written, offsets)
-    return LoadedIndex(served, stamp, written, checksum, layout, origin="built")
+    return LoadedIndex(served, stamp, written, checksum, layout, origin="built", alongside=observer)
 
 
 def line_number_at(source: Storage, offset: int) -> int:

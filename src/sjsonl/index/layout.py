@@ -333,6 +333,7 @@ class LoadedIndex:
     layout: str = ""  # what the offsets start ("": lines; else elements of a JSON document)
     origin: str = "found"  # "found" on disk, "extended" after an append, or "built" now
     verified: bool = True  # False: read with find_index(defer_verify=True), checks still to run
+    alongside: Any = None  # the observer that saw each chunk of a fresh scan (sjsonl.index.alongside)
 
     @property
     def compact(self) -> bool:

@@ -38,7 +38,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
@@ -183,33 +183,45 @@ class _ChunkScanner:
         hi = lo + n
         suspects = -1  # lines begun inside data with a byte that may make them blank; -1: not counted
         if NATIVE is not None:  # one pass, offsets written in place in their final width, the GIL released
-            room = self._room()
-            try:  # into this thread's scratch, as large as the most a chunk has needed
-                written, suspects = NATIVE.starts(data, lo, room)
-            except ValueError:  # more lines than that: count them, make room, fill again
-                room = self._room(NATIVE.count(data))
-                try:
-                    written, suspects = NATIVE.starts(data, lo, room)
-                except ValueError:
-                    written = -1
-                if written != len(room):  # the buffer changed between the two passes
-                    raise DataChangedWhileScanning(
-                        f"the data at [{lo}, {hi}) changed while it was scanned"
-                    ) from None
-            starts = room[:written].copy()
+            starts, (suspects,) = self.filled(lambda room: NATIVE.starts(data, lo, room), NATIVE.count, data)
         else:
             mask = self._mask(n)
             np.equal(data, 0x0A, out=mask)
             starts = np.flatnonzero(mask)
             starts += lo + 1  # a line starts one past each newline
+        return self.settled(starts, suspects, lambda: data, lo, hi)
+
+    def filled(self, fill: Callable[[np.ndarray], tuple], count: Callable[[Any], int], data: Any) -> tuple:
+        """``(newline offsets, the rest of what fill returned)``: ``fill(room)`` writes a chunk's offsets
+        into this thread's scratch (as large as the most a chunk has needed) and returns ``(written, …)``,
+        or raises ``ValueError`` when they do not fit — then ``count(data)`` makes room and it fills again."""
+        room = self._room()
+        try:
+            written, *rest = fill(room)
+        except ValueError:  # more lines than that: count them, make room, fill again
+            room = self._room(count(data))
+            try:
+                written, *rest = fill(room)
+            except ValueError:
+                written = -1
+            if written != len(room):  # the bytes changed between the two passes
+                raise DataChangedWhileScanning("the data changed while it was scanned") from None
+        return room[:written].copy(), rest
+
+    def settled(
+        self, starts: np.ndarray, suspects: int, data: Callable[[], np.ndarray], lo: int, hi: int
+    ) -> np.ndarray:
+        """The record starts of chunk ``[lo, hi)`` from its newline offsets ``starts``: the file's first
+        line added, its final newline's dropped, blank lines left out. ``suspects``: how many lines begun in
+        it may be blank (-1: not counted); ``data()``: its bytes, asked for only to look at such lines."""
         if lo <= self.first < hi:  # the first line has no newline before it (a chunk may be < the BOM)
             starts = np.concatenate((np.array([self.first], dtype=starts.dtype), starts))
-            if bytes(data[self.first - lo : self.first - lo + 1]) in _SUSPECTS:
+            if bytes(data()[self.first - lo : self.first - lo + 1]) in _SUSPECTS:
                 suspects = -1  # (the count did not look at its first byte)
         if len(starts) and starts[-1] >= self.size:
             starts = starts[:-1]  # the file's final newline starts nothing
         if suspects != 0 or (len(starts) and starts[-1] == hi and self.peek(hi, hi + 1) in _SUSPECTS):
-            starts = self._drop_blank(starts, data, lo, hi)  # else no line here can be blank
+            starts = self._drop_blank(starts, data(), lo, hi)  # else no line here can be blank
         return starts.astype(self.dtype, copy=False)
 
     def _drop_blank(self, starts: np.ndarray, data: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -321,17 +333,20 @@ def scan_file(
 
 def _scan_parallel(
     peek: Callable[[int, int], bytes],
-    load: Callable[[int, int], np.ndarray],
+    load: Callable[[int, int], np.ndarray] | None,
     size: int,
     workers: int | None,
     on_progress: Callable[[int], None] | None,
     chunk_bytes: int,
     start: int = 0,
+    chunk: Callable[[tuple[int, int]], np.ndarray] | None = None,
 ) -> np.ndarray:
+    """Record starts in ``[start, size)``, chunk by chunk on threads: ``chunk((lo, hi))`` if given, else a
+    :class:`_ChunkScanner` of ``load``'s bytes."""
     dtype = offset_dtype(size)
     if size <= start:
         return np.empty(0, dtype=dtype)
-    scanner = _ChunkScanner(peek, size, dtype, chunk_bytes, load)
+    scanner = chunk or _ChunkScanner(peek, size, dtype, chunk_bytes, load)
     if size - start <= chunk_bytes:  # one chunk (a small file): no pool, no growing buffer
         found_one = scanner((start, size))
         if on_progress is not None:

@@ -47,6 +47,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -57,6 +58,7 @@ from sjsonl.hf.load import load_dataset as load_jsonl
 from sjsonl.mindspore.adapters import to_generator_dataset
 from sjsonl.mindspore.early import early_splits
 from sjsonl.mindspore.sources import DEFAULT_INFER_ROWS
+from sjsonl.records.alongside import typing_alongside
 
 
 def _mindnlp_structure(result: Any, split: Any, convert) -> Any:
@@ -163,7 +165,9 @@ def load_dataset(
         )  # fmt: skip
         result = early_splits(load_args, split, cache_dir) if early_start and not streaming else None
         if result is None:
-            result = load_jsonl(**load_args, split=split, streaming=streaming, index_dir=cache_dir)
+            # every row's types come next: an index built now types its records as it scans them
+            with typing_alongside() if infer_rows is None else contextlib.nullcontext():
+                result = load_jsonl(**load_args, split=split, streaming=streaming, index_dir=cache_dir)
         return _mindnlp_structure(result, split, lambda ds: to_generator_dataset(ds, **to_ms))
 
     datasets = require("datasets", "hf")

@@ -58,6 +58,7 @@ import orjson
 from sjsonl.errors import ColumnNotFoundError, InvalidArgumentError
 from sjsonl.index.layout import artifact_path
 from sjsonl.records import fast_types
+from sjsonl.records.alongside import parts_typed_alongside
 from sjsonl.records.chunks import map_record_chunks
 from sjsonl.storage.sidecar import index_key, read_sidecar, write_sidecar
 
@@ -441,6 +442,10 @@ def _fast_chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
 
 def _file_schema(f: Any, workers: int | None, progress: bool | None) -> RecordSchema:
     fast = fast_types.usable(f)  # compiled, on threads; else in Python, in processes for large files
+    typed = parts_typed_alongside(f) if fast else None  # typed while its index was scanned
+    if typed is not None:
+        one = _fast_chunk_schema  # (a record the runs left out: typed alone, in its place)
+        return _merged(RecordSchema(*p) if isinstance(p, tuple) else one(f, p, p + 1) for p in typed)
     fn = _fast_chunk_schema if fast else _chunk_schema
     parts = map_record_chunks(f, fn, workers, progress, "schema", PARALLEL_MIN_RECORDS, threads=fast)
     return _merged(parts)

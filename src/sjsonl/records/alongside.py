@@ -1,0 +1,104 @@
+"""The all-rows type pass run alongside the index scan: within :func:`typing_alongside`, a local JSON Lines
+file whose index is built there has each chunk's records typed by the compiled pass
+(:mod:`sjsonl.records.fast_types`) right after the chunk's newlines are found, while its bytes are in the
+CPU's cache (:mod:`sjsonl.index.alongside`). :func:`sjsonl.records.schema.infer_schema` then merges those
+runs instead of reading the file again.
+
+The result is the pass's own: the same runs of the same records, merged in file order. The chunks' cuts fall
+inside records, so each chunk types the records that start and end in it; the record that runs past a chunk's
+end is typed on its own, in its place (:meth:`ChunkTypes.parts`). What the compiled pass hands back, it hands
+back here too (by record number). The runs describe the index that was built only if they add up to it: the
+same number of records, each chunk's last record starting where the index says. A file whose index then
+changed (a writer appending left the last line for later), a file with bad lines left out, or one the scan
+could not map, is typed as before.
+
+Asked for by the loaders that will type every row straight after opening: ``sjsonl.mindspore.load_dataset``
+with its default ``infer_rows=None``, and ``sjsonl.load_dataset(fill_missing=True)``.
+
+Example:
+    >>> import os, tempfile
+    >>> from sjsonl import JSONLDataset
+    >>> from sjsonl.records.schema import infer_schema
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "w").write('{"a": 1}\\n{"a": 2.5, "b": "x"}\\n')
+    >>> with typing_alongside():
+    ...     ds = JSONLDataset(path)
+    >>> infer_schema(ds)
+    RecordSchema(a: float64, b: str?; 2 rows)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from sjsonl.index.alongside import MAPPED, observing_chunks
+from sjsonl.records import fast_types
+from sjsonl.records.fast_types import Part, scan_parts
+
+
+class ChunkTypes:
+    """The compiled type pass's parts for each chunk of one index scan (an index-scan observer)."""
+
+    def __init__(self) -> None:
+        self._chunks: dict[int, tuple[int, int, list[Part]]] = {}
+        self._lock = threading.Lock()
+
+    def begin(self) -> None:
+        with self._lock:
+            self._chunks = {}
+
+    def __call__(self, data: Any, lo: int, hi: int, starts: np.ndarray) -> None:
+        bounds = starts.astype(np.int64)  # record k of the chunk: data[bounds[k]:bounds[k + 1]]
+        parts = list(scan_parts(data, bounds, 0, len(bounds) - 1)) if len(bounds) > 1 else []
+        last = int(bounds[-1]) if len(bounds) else -1
+        with self._lock:
+            self._chunks[lo] = (len(bounds), last, parts)
+
+    def parts(self, f: Any) -> list[Part] | None:
+        """The parts of :func:`~sjsonl.records.fast_types.scan_parts` for every record of ``f`` (an
+        :class:`~sjsonl.data.source.IndexedFile`), in file order, with record numbers for the records each
+        chunk's runs left out (handed back, or running past its chunk) — or None unless the chunks add up to
+        ``f``'s index exactly (see the module docstring)."""
+        if len(f.bad_records) or not self._chunks:
+            return None
+        offsets, n = f.offsets, int(f.n)
+        out: list[Part] = []
+        k = 0  # the number of the first record starting in the chunk at hand
+        for lo in sorted(self._chunks):
+            count, last, parts = self._chunks[lo]
+            if not count:
+                continue
+            if k + count > n or int(offsets[k + count - 1]) != last:
+                return None
+            if k:
+                out.append(k - 1)  # the record before: it ran past its own chunk's end into this one
+            out.extend(k + p if isinstance(p, int) else p for p in parts)
+            k += count
+        if k != n:
+            return None
+        if k:
+            out.append(k - 1)  # the last record of the file
+        return out
+
+
+@contextlib.contextmanager
+def typing_alongside() -> Iterator[None]:
+    """Within the block, an index built for a local JSON Lines file types its records as it is scanned (see
+    the module docstring); a no-op where the compiled pass or the in-place scan is not available here."""
+    if fast_types.NATIVE is None or not MAPPED:
+        yield
+        return
+    with observing_chunks(ChunkTypes):
+        yield
+
+
+def parts_typed_alongside(f: Any) -> list[Part] | None:
+    """What :func:`typing_alongside` typed of ``f``'s records (see :meth:`ChunkTypes.parts`), taken once:
+    None if nothing was, or if it does not describe ``f``'s index."""
+    seen, f.alongside = getattr(f, "alongside", None), None
+    return seen.parts(f) if isinstance(seen, ChunkTypes) else None
