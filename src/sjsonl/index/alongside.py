@@ -18,7 +18,7 @@ Example:
     >>> import os, tempfile
     >>> from sjsonl.storage import open_storage
     >>> class Seen(list):
-    ...     def begin(self): self.clear()
+    ...     def begin(self, size): self.clear()
     ...     def __call__(self, data, lo, hi, starts): self.append(starts.tolist())
     >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
     >>> _ = open(path, "wb").write(b'{"a": 1}\\n{"a": 2}\\n')
@@ -52,8 +52,9 @@ from sjsonl.storage.content import LEAF_BYTES
 class ChunkObserver(Protocol):
     """What sees the chunks of one index build."""
 
-    def begin(self) -> None:
-        """A scan starts (again, if the file changed under the last one): forget what was seen."""
+    def begin(self, size: int) -> None:
+        """A scan of the file's first ``size`` bytes starts (again, if the file changed under the last
+        one): forget what was seen."""
 
     def __call__(self, data: Any, lo: int, hi: int, starts: np.ndarray) -> None:
         """Chunk ``[lo, hi)`` of the guarded map ``data`` holds the record starts ``starts`` (absolute
@@ -118,7 +119,7 @@ def scan_in_place(
         return None
     assert NATIVE is not None
     scanner = _ChunkScanner(lambda lo, hi: buffer[lo:hi], size, offset_dtype(size), FILE_CHUNK_BYTES)
-    observer.begin()
+    observer.begin(size)
 
     def chunk(bounds: tuple[int, int]) -> np.ndarray:
         lo, hi = bounds

@@ -4,13 +4,12 @@ file whose index is built there has each chunk's records typed by the compiled p
 CPU's cache (:mod:`sjsonl.index.alongside`). :func:`sjsonl.records.schema.infer_schema` then merges those
 runs instead of reading the file again.
 
-The result is the pass's own: the same runs of the same records, merged in file order. The chunks' cuts fall
-inside records, so each chunk types the records that start and end in it; the record that runs past a chunk's
-end is typed on its own, in its place (:meth:`ChunkTypes.parts`). What the compiled pass hands back, it hands
-back here too (by record number). The runs describe the index that was built only if they add up to it: the
-same number of records, each chunk's last record starting where the index says. A file whose index then
-changed (a writer appending left the last line for later), a file with bad lines left out, or one the scan
-could not map, is typed as before.
+The result is the pass's own: the same records typed by the same rules, merged in file order. The chunks'
+cuts fall inside records, so each chunk types the records that start in it, the last one read on to the end
+of its line. What the compiled pass hands back, it hands back here too (by record number). The runs describe
+the index that was built only if they add up to it: the same number of records, each chunk's last record
+starting where the index says. A file whose index then changed (a writer appending left the last line for
+later), a file with bad lines left out, or one the scan could not map, is typed as before.
 
 Asked for by the loaders that will type every row straight after opening: ``sjsonl.mindspore.load_dataset``
 with its default ``infer_rows=None``, and ``sjsonl.load_dataset(fill_missing=True)``.
@@ -46,24 +45,27 @@ class ChunkTypes:
 
     def __init__(self) -> None:
         self._chunks: dict[int, tuple[int, int, list[Part]]] = {}
+        self._size = 0
         self._lock = threading.Lock()
 
-    def begin(self) -> None:
+    def begin(self, size: int) -> None:
         with self._lock:
-            self._chunks = {}
+            self._chunks, self._size = {}, size
 
     def __call__(self, data: Any, lo: int, hi: int, starts: np.ndarray) -> None:
-        bounds = starts.astype(np.int64)  # record k of the chunk: data[bounds[k]:bounds[k + 1]]
-        parts = list(scan_parts(data, bounds, 0, len(bounds) - 1)) if len(bounds) > 1 else []
-        last = int(bounds[-1]) if len(bounds) else -1
+        if not len(starts):  # a chunk inside one record: the chunk where it starts types it
+            parts: list[Part] = []
+        else:  # record k of the chunk: data[bounds[k]:bounds[k + 1]]; the last one runs to its line's end
+            bounds = np.append(starts.astype(np.int64), _line_end(data, int(starts[-1]), self._size))
+            parts = list(scan_parts(data, bounds, 0, len(starts)))
         with self._lock:
-            self._chunks[lo] = (len(bounds), last, parts)
+            self._chunks[lo] = (len(starts), int(starts[-1]) if len(starts) else -1, parts)
 
     def parts(self, f: Any) -> list[Part] | None:
         """The parts of :func:`~sjsonl.records.fast_types.scan_parts` for every record of ``f`` (an
-        :class:`~sjsonl.data.source.IndexedFile`), in file order, with record numbers for the records each
-        chunk's runs left out (handed back, or running past its chunk) — or None unless the chunks add up to
-        ``f``'s index exactly (see the module docstring)."""
+        :class:`~sjsonl.data.source.IndexedFile`), in file order, with the numbers of the records the
+        compiled pass handed back — or None unless the chunks add up to ``f``'s index exactly (see the
+        module docstring)."""
         if len(f.bad_records) or not self._chunks:
             return None
         offsets, n = f.offsets, int(f.n)
@@ -75,15 +77,23 @@ class ChunkTypes:
                 continue
             if k + count > n or int(offsets[k + count - 1]) != last:
                 return None
-            if k:
-                out.append(k - 1)  # the record before: it ran past its own chunk's end into this one
             out.extend(k + p if isinstance(p, int) else p for p in parts)
             k += count
-        if k != n:
-            return None
-        if k:
-            out.append(k - 1)  # the last record of the file
-        return out
+        return out if k == n else None
+
+
+def _line_end(data: Any, start: int, size: int) -> int:
+    """Where the line that starts at ``start`` ends (past its newline; ``size`` for a last line without
+    one), read from ``data`` a few KiB at a time: a record that runs past its chunk's end is typed whole,
+    in the chunk where it starts, from its own bytes (any blank lines after it change no type)."""
+    pos, step = start, 4096
+    while pos < size:
+        piece = data[pos : min(size, pos + step)]
+        at = piece.find(b"\n")
+        if at >= 0:
+            return pos + at + 1
+        pos, step = pos + len(piece), step * 2
+    return size
 
 
 @contextlib.contextmanager

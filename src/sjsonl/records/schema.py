@@ -444,7 +444,7 @@ def _file_schema(f: Any, workers: int | None, progress: bool | None) -> RecordSc
     fast = fast_types.usable(f)  # compiled, on threads; else in Python, in processes for large files
     typed = parts_typed_alongside(f) if fast else None  # typed while its index was scanned
     if typed is not None:
-        one = _fast_chunk_schema  # (a record the runs left out: typed alone, in its place)
+        one = _fast_chunk_schema  # (a record the compiled pass handed back: typed alone, in its place)
         return _merged(RecordSchema(*p) if isinstance(p, tuple) else one(f, p, p + 1) for p in typed)
     fn = _fast_chunk_schema if fast else _chunk_schema
     parts = map_record_chunks(f, fn, workers, progress, "schema", PARALLEL_MIN_RECORDS, threads=fast)
