@@ -171,3 +171,18 @@ def test_the_filler_starts_small_and_takes_more_chunks_a_fetch(tmp_path):
         left, take = left - want[-1], min(BATCH_MOST, take * 2)
     assert sizes == want and want[:3] == [BATCH, 2 * BATCH, 4 * BATCH] and max(want) == BATCH_MOST
     assert store.missing(range(store.count)) == []
+
+
+def test_the_version_check_is_taken_in_turns(tmp_path):
+    """One check per interval for every process of the machine (two opens of one store stand for two
+    DataLoader workers); a time in the future (a clock set back) does not hold the turn."""
+    first, second = store(tmp_path), store(tmp_path)
+    assert first.claim_check(60.0) == 0.0  # this one checks now
+    age = second.claim_check(60.0)
+    assert 0.0 < age < 60.0  # the other learns that it was taken, and how long ago
+    assert first.claim_check(0.0) == 0.0  # once the interval is over, the next to ask takes it
+    with open(tmp_path / f"{first.name}.checked", "wb") as f:
+        f.write(struct.pack("<d", 4e9))  # a check recorded in 2096
+    assert second.claim_check(60.0) == 0.0
+    other = store(tmp_path, ("s3://b/k", len(BODY), "e2"))  # another version keeps its own turns
+    assert other.claim_check(60.0) == 0.0

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -187,6 +188,42 @@ def test_a_sealed_cache_is_read_through_a_map_and_still_notices_a_replaced_objec
     remote.put(body(N + 5))  # replaced: a new ETag
     with pytest.raises(StaleDataError, match="changed after it was indexed"):
         ds[[1, 2, 3]]
+
+
+def _until(condition, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_the_processes_of_a_machine_take_turns_checking_the_version(remote, monkeypatch):
+    """Two opens of one cached object (as two DataLoader workers) send one version check per interval
+    between them, not one each; a replaced object is still noticed by both (a failed check takes no turn)."""
+    monkeypatch.setenv("SJSONL_REMOTE_CHECK_SECONDS", "0.5")
+    url = remote.put(body())
+    a, b = (JSONLDataset(url, storage_options=remote.options) for _ in range(2))
+    sa, sb = a._files[0].storage, b._files[0].storage
+    assert sa._store().sealed()
+    time.sleep(0.6)  # (the opens' own turns are over)
+    remote.reset_stats()
+    sa.check_unchanged()
+    sb.check_unchanged()
+    assert _until(lambda: remote.stats()["requests"] >= 1)
+    time.sleep(0.3)  # (within the interval: b's check, had it sent one, would be here by now)
+    assert remote.stats()["requests"] == 1
+    remote.put(body(N + 5))  # replaced: a new ETag
+
+    def stale(ds: JSONLDataset) -> bool:
+        try:
+            ds[[1, 2, 3]]
+        except StaleDataError:
+            return True
+        return False
+
+    assert _until(lambda: stale(a)) and _until(lambda: stale(b))
 
 
 def test_the_filler_seals_the_store_it_completes(remote, monkeypatch, tmp_path):

@@ -45,6 +45,7 @@ import hashlib
 import os
 import shutil
 import struct
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -86,8 +87,10 @@ def cache_settings() -> tuple[str, int] | None:
 class ChunkStore:
     """One object version's cached chunks (see the module). Made by :meth:`open`; one per process."""
 
-    def __init__(self, data_fd: int, table_fd: int, size: int, chunk_bytes: int, name: str) -> None:
-        self.size, self.chunk_bytes, self.name = size, chunk_bytes, name
+    def __init__(
+        self, data_fd: int, table_fd: int, size: int, chunk_bytes: int, name: str, directory: str = ""
+    ) -> None:
+        self.size, self.chunk_bytes, self.name, self.directory = size, chunk_bytes, name, directory
         self._data, self._table = data_fd, table_fd
         self._verified: set[int] = set()
         self.count = -(-size // chunk_bytes)
@@ -118,7 +121,7 @@ class ChunkStore:
             if os.fstat(table).st_size not in (count * _ENTRY.size, count * _ENTRY.size + _SEAL.size + 4):
                 os.ftruncate(table, count * _ENTRY.size)
             os.utime(table)  # recently used (the room-making order)
-            return cls(data, table, size, chunk_bytes, name)
+            return cls(data, table, size, chunk_bytes, name, directory)
         except OSError:
             return None
 
@@ -242,6 +245,30 @@ class ChunkStore:
         """Bytes ``start..end`` (their chunks must be present: see :meth:`missing`)."""
         return os.pread(self._data, end - start, start)
 
+    def claim_check(self, interval: float) -> float:
+        """Take the version check of the next ``interval`` seconds for every process of this machine:
+        0.0 when this process should check now (and the time is recorded, in ``<key>.checked``, before
+        it checks), else how many seconds ago another process took it. One check a second per node, not
+        per DataLoader worker: each new worker's first request builds a client (~0.15-0.3 s of CPU), and
+        a node of hundreds of workers would otherwise send hundreds of metadata requests a second."""
+        path = os.path.join(self.directory, f"{self.name}.checked")
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError:
+            return 0.0
+        try:
+            raw, now = os.pread(fd, 8, 0), time.time()
+            age = now - struct.unpack("<d", raw)[0] if len(raw) == 8 else -1.0
+            if 0.0 <= age < interval:  # (a clock set back makes a negative age: checked again)
+                return age
+            os.pwrite(fd, struct.pack("<d", now), 0)
+            return 0.0
+        except OSError:
+            return 0.0
+        finally:
+            os.close(fd)
+
     def close(self) -> None:
         for fd in (self._data, self._table):
             try:
@@ -279,7 +306,7 @@ def _make_room(directory: str, size: int, limit: int, keep: str) -> None:
     for _, stem, blocks in sorted(objects):
         if used + size <= limit:
             break
-        for suffix in (".data", ".chunks"):
+        for suffix in (".data", ".chunks", ".checked"):
             try:
                 os.unlink(os.path.join(directory, stem + suffix))
             except OSError:

@@ -351,19 +351,25 @@ class RemoteFile:
         with a metadata request at most every ``$SJSONL_REMOTE_CHECK_SECONDS`` (1 s), on a background thread
         (a read does not wait for the round trip): once a check finds the object replaced, every read
         raises :class:`~sjsonl.errors.StaleDataError`. With ``0`` every read checks first, synchronously.
-        What the cache serves meanwhile are the pinned version's bytes (CRC-checked), the very bytes the
-        index addresses — never a record of the new object at the old offsets."""
+        The processes of one machine take turns (:meth:`~sjsonl.storage.chunk_store.ChunkStore.claim_check`):
+        one check per interval for them all; the others learn of a replaced object at their own next check,
+        since a failed check does not count as one. What the cache serves meanwhile are the pinned version's
+        bytes (CRC-checked), the very bytes the index addresses — never a record of the new object at the
+        old offsets."""
         pinned = self.pinned
         if pinned is None:
             return
         found = self._version_error
         if found is not None and found[0] == os.getpid():
             raise type(found[1])(str(found[1]))
-        interval, now = self._process_state()[2], time.monotonic()
-        last = self._checked_at
+        _, store, interval = self._process_state()
+        now, last = time.monotonic(), self._checked_at
         if last is not None and now - last[1] < interval:  # (a forked worker inherits its parent's)
             return
-        self._checked_at = (os.getpid(), now)
+        taken = store.claim_check(interval) if store is not None and interval > 0 else 0.0
+        self._checked_at = (os.getpid(), now - taken)
+        if taken:  # another process of this machine checks this second's version
+            return
         if interval == 0:
             self._compare(pinned)
         else:
