@@ -8,6 +8,8 @@ Two generated corpora (``sjsonl.sample``): 256 MiB of short records (~180 B: hal
   default), on one thread (``workers=1``), and the Python pass it replaces (the extension switched off: in
   worker processes for large files, as before); against ``pyarrow.json.read_json`` of the same file, which
   builds typed columns of every row on all cores (the goal: the compiled pass in ≤ 0.5× its time).
+- **Index and types of a fresh file**: the index scan and then the type pass, against the two in one pass
+  (``sjsonl.records.alongside``, what a first ``load_dataset`` does), turn about.
 - **Time to first batch, first run**: ``sjsonl.mindspore.load_dataset`` with its defaults (types from every
   row), and with ``num_proc=1``, into a fresh index directory, against the MindNLP route (🤗 JSON → Arrow,
   then a MindNLP-style adapter) — both from ``bench_mindspore``, run the same way.
@@ -89,6 +91,35 @@ def _type_pass(path: str, work: str, label: str, repeats: int) -> list[dict]:
     return rows
 
 
+def _alongside(path: str, work: str, label: str) -> list[dict]:
+    """A fresh file's index and every row's types: the index scan (``pread``) and then the type pass, against
+    the two in one pass (``typing_alongside``: each chunk typed while the scan has it in the cache), turn
+    about, each on a fresh index directory."""
+    from sjsonl import JSONLDataset
+    from sjsonl.records.alongside import typing_alongside
+    from sjsonl.records.schema import infer_schema
+
+    runs = iter(range(10**6))
+
+    def after() -> None:
+        infer_schema(JSONLDataset(path, index_dir=_fresh_dir(work, f"after{next(runs)}")))
+
+    def alongside() -> None:
+        with typing_alongside():
+            ds = JSONLDataset(path, index_dir=_fresh_dir(work, f"along{next(runs)}"))
+        infer_schema(ds)
+
+    before, both = "index scan, then the type pass (before)", "types alongside the index scan"
+    times = interleaved_medians({before: after, both: alongside})
+    rows = [
+        _row("index + types, fresh file", label, name, f"{t:.3f} s", f"{times[before] / t:.2f}× faster", "")
+        for name, t in times.items()
+    ]
+    what = f"index and every row's types of a fresh file, {label}, types alongside the scan"
+    _figure(f"alongside_{_key(label)}", times[both], what, "the scan, then the type pass", times[before])
+    return rows
+
+
 MINDNLP = "🤗 `load_dataset` + MindNLP-style adapter"
 
 
@@ -163,6 +194,7 @@ def run(quick: bool = False) -> list[dict]:
             label = f"{mib} MiB {kind}"
             repeats = SLOW_REPEATS if quick or mib >= 1024 else REPEATS
             rows += _type_pass(path, work, label, SLOW_REPEATS)
+            rows += _alongside(path, work, label)
             rows += _first_batch(path, work, label, repeats)
             rows += _column_names(path, work, label, repeats)
             shutil.rmtree(work, ignore_errors=True)

@@ -114,12 +114,12 @@ def scan_in_place(
     """The record starts of ``storage`` (a local file) up to ``size``, scanned from its guarded map with
     ``digests`` filled as :func:`~sjsonl.index.scan.scan_file` fills them, each chunk then shown to
     ``observer``; None where this cannot run (see the module docstring): the caller reads the file."""
+    observer.begin(size)  # (each attempt of a build starts afresh, whether or not it runs here)
     buffer = _map_of(storage) if MAPPED and FILE_CHUNK_BYTES == LEAF_BYTES else None
     if buffer is None or len(buffer) < size:
         return None
     assert NATIVE is not None
     scanner = _ChunkScanner(lambda lo, hi: buffer[lo:hi], size, offset_dtype(size), FILE_CHUNK_BYTES)
-    observer.begin(size)
 
     def chunk(bounds: tuple[int, int]) -> np.ndarray:
         lo, hi = bounds
