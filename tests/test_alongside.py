@@ -8,7 +8,9 @@ loader takes this path by default."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -146,6 +148,71 @@ def test_file_cut_short_under_the_scan_is_scanned_again(tmp_path):
     assert _outcome(typed) == _outcome(plain)
 
 
+class _Appending(alongside.ChunkTypes):
+    """A writer appending while the index is built: a complete line at each chunk, each past the map's next
+    version check."""
+
+    path = ""
+
+    def __call__(self, data, lo, hi, starts):
+        with open(self.path, "ab") as f:
+            f.write(b'{"a": 99, "t": "late"}\n')
+        time.sleep(0.15)  # (past the map's CHECK_SECONDS: its next read looks at the file's version)
+        super().__call__(data, lo, hi, starts)
+
+
+def test_a_file_appended_to_while_indexed_keeps_the_lines_it_had(tmp_path):
+    path = tmp_path / "growing.jsonl"
+    out = bytearray()
+    _fill_to(out, 3 * CUT + 123, 0)
+    path.write_bytes(bytes(out))
+    n = out.count(b"\n")
+    _Appending.path = str(path)
+    with index_alongside.observing_chunks(_Appending):
+        ds = JSONLDataset(path, index_dir=tmp_path / "along", workers=2)
+    assert len(ds) == n and ds[n - 1] == json.loads(bytes(out).splitlines()[-1])
+    original = _settled(tmp_path / "original.jsonl", bytes(out))
+    assert _outcome(ds) == _outcome(JSONLDataset(original, index_dir=tmp_path / "plain"))
+
+
+def test_an_observer_that_fails_leaves_the_types_to_the_pass_after(tmp_path, monkeypatch):
+    path = tmp_path / "hard.jsonl"
+    _hard_file(path)
+    calls = []
+    real = alongside.scan_parts
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("no room for a chunk's columns")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(alongside, "scan_parts", failing)
+    plain, typed, used = _both(path, tmp_path, "fail")
+    assert len(calls) > 2 and not used
+    _same(plain, typed)
+
+
+def _described(monkeypatch) -> list:
+    """What each ChunkTypes.parts call answered (None: the runs did not describe the index)."""
+    described: list = []
+    parts = alongside.ChunkTypes.parts
+    monkeypatch.setattr(
+        alongside.ChunkTypes, "parts", lambda self, f: described.append(parts(self, f)) or described[-1]
+    )
+    return described
+
+
+def test_fill_missing_types_alongside(tmp_path, monkeypatch):
+    import sjsonl
+
+    path = _settled(tmp_path / "d.jsonl", b'{"a": 1}\n{"b": "x"}\n')
+    described = _described(monkeypatch)
+    ds = sjsonl.load_dataset(str(path), split="train", fill_missing=True, cache_dir=str(tmp_path / "idx"))
+    assert len(described) == 1 and described[0] is not None
+    assert list(ds) == [{"a": 1, "b": None}, {"a": None, "b": "x"}]
+
+
 def test_starts_in_map_refuses_what_it_cannot_read(tmp_path):
     path = _settled(tmp_path / "d.jsonl", b'{"a": 1}\n')
     storage = JSONLDataset(path, index_dir=tmp_path)._files[0].storage
@@ -165,11 +232,7 @@ def test_mindspore_loader_types_alongside(tmp_path, monkeypatch):
 
     path = tmp_path / "hard.jsonl"
     _hard_file(path)
-    described = []
-    parts = alongside.ChunkTypes.parts
-    monkeypatch.setattr(
-        alongside.ChunkTypes, "parts", lambda self, f: described.append(parts(self, f)) or described[-1]
-    )
+    described = _described(monkeypatch)
     gd = load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "idx"))
     assert len(described) == 1 and described[0] is not None
     rows = list(gd.create_dict_iterator(num_epochs=1, output_numpy=True))

@@ -201,10 +201,11 @@ def _until(condition, seconds: float = 20.0) -> bool:
 
 def test_the_processes_of_a_machine_take_turns_checking_the_version(remote, monkeypatch):
     """Two opens of one cached object (as two DataLoader workers) send one version check per interval
-    between them, not one each; a replaced object is still noticed by both (a failed check takes no turn)."""
+    between them, not one each; once one finds the object replaced, the others check at their next read
+    instead of waiting for their turn."""
     monkeypatch.setenv("SJSONL_REMOTE_CHECK_SECONDS", "0.5")
     url = remote.put(body())
-    a, b = (JSONLDataset(url, storage_options=remote.options) for _ in range(2))
+    a, b, c = (JSONLDataset(url, storage_options=remote.options) for _ in range(3))
     sa, sb = a._files[0].storage, b._files[0].storage
     assert sa._store().sealed()
     time.sleep(0.6)  # (the opens' own turns are over)
@@ -215,15 +216,19 @@ def test_the_processes_of_a_machine_take_turns_checking_the_version(remote, monk
     time.sleep(0.3)  # (within the interval: b's check, had it sent one, would be here by now)
     assert remote.stats()["requests"] == 1
     remote.put(body(N + 5))  # replaced: a new ETag
-
-    def stale(ds: JSONLDataset) -> bool:
-        try:
+    time.sleep(0.6)
+    sa._checked_at = None
+    sa.check_unchanged()  # a's turn: it finds the object replaced
+    assert _until(lambda: sa._version_error is not None)
+    for other in (sb, c._files[0].storage):  # within a's turn, each checks for itself
+        remote.reset_stats()
+        other._checked_at = None
+        other.check_unchanged()
+        assert _until(lambda o=other: o._version_error is not None)
+        assert remote.stats()["requests"] == 1
+    for ds in (a, b, c):
+        with pytest.raises(StaleDataError, match="changed after it was indexed"):
             ds[[1, 2, 3]]
-        except StaleDataError:
-            return True
-        return False
-
-    assert _until(lambda: stale(a)) and _until(lambda: stale(b))
 
 
 def test_the_filler_seals_the_store_it_completes(remote, monkeypatch, tmp_path):

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sjsonl.errors import StaleDataError
 from sjsonl.index.scan import (
     FILE_CHUNK_BYTES,
     NATIVE,
@@ -114,7 +115,8 @@ def scan_in_place(
 ) -> np.ndarray | None:
     """The record starts of ``storage`` (a local file) up to ``size``, scanned from its guarded map with
     ``digests`` filled as :func:`~sjsonl.index.scan.scan_file` fills them, each chunk then shown to
-    ``observer``; None where this cannot run (see the module docstring): the caller reads the file."""
+    ``observer``; None where this cannot run (see the module docstring), or where the file changed under it
+    (a writer appending: the caller's ``pread`` scan keeps the lines complete when it began)."""
     observer.begin(size)  # (each attempt of a build starts afresh, whether or not it runs here)
     buffer = _map_of(storage) if MAPPED and FILE_CHUNK_BYTES == LEAF_BYTES else None
     if buffer is None or len(buffer) < size:
@@ -131,7 +133,14 @@ def scan_in_place(
         observer(buffer, lo, hi, starts)
         return starts
 
-    return _scan_parallel(scanner.peek, None, size, workers, on_progress, FILE_CHUNK_BYTES, chunk=chunk)
+    try:
+        return _scan_parallel(scanner.peek, None, size, workers, on_progress, FILE_CHUNK_BYTES, chunk=chunk)
+    except (StaleDataError, OSError):
+        # The map's version check refuses any change while the build has the file pinned — a writer
+        # appending too, which the pread scan serves (it keeps the complete lines it saw); a file cut
+        # short, or a page that cannot be read, that scan reports itself.
+        observer.begin(size)
+        return None
 
 
 def _map_of(storage: Any) -> Any:

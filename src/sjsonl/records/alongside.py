@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from sjsonl.errors import StaleDataError
 from sjsonl.index.alongside import MAPPED, observing_chunks
 from sjsonl.records import fast_types
 from sjsonl.records.fast_types import Part, scan_parts
@@ -46,18 +47,25 @@ class ChunkTypes:
     def __init__(self) -> None:
         self._chunks: dict[int, tuple[int, int, list[Part]]] = {}
         self._size = 0
+        self._failed = False
         self._lock = threading.Lock()
 
     def begin(self, size: int) -> None:
         with self._lock:
-            self._chunks, self._size = {}, size
+            self._chunks, self._size, self._failed = {}, size, False
 
     def __call__(self, data: Any, lo: int, hi: int, starts: np.ndarray) -> None:
-        if not len(starts):  # a chunk inside one record: the chunk where it starts types it
-            parts: list[Part] = []
-        else:  # record k of the chunk: data[bounds[k]:bounds[k + 1]]; the last one runs to its line's end
-            bounds = np.append(starts.astype(np.int64), _line_end(data, int(starts[-1]), self._size))
-            parts = list(scan_parts(data, bounds, 0, len(starts)))
+        try:
+            if not len(starts):  # a chunk inside one record: the chunk where it starts types it
+                parts: list[Part] = []
+            else:  # record k of the chunk: data[bounds[k]:bounds[k + 1]]; the last runs to its line's end
+                bounds = np.append(starts.astype(np.int64), _line_end(data, int(starts[-1]), self._size))
+                parts = list(scan_parts(data, bounds, 0, len(starts)))
+        except (StaleDataError, OSError):  # the file changed, or cannot be read: the index scan says so
+            raise
+        except Exception:  # (e.g. no memory for a chunk's columns) the types are left to the pass afterwards
+            self._failed = True
+            return
         with self._lock:
             self._chunks[lo] = (len(starts), int(starts[-1]) if len(starts) else -1, parts)
 
@@ -66,7 +74,7 @@ class ChunkTypes:
         :class:`~sjsonl.data.source.IndexedFile`), in file order, with the numbers of the records the
         compiled pass handed back — or None unless the chunks add up to ``f``'s index exactly (see the
         module docstring)."""
-        if len(f.bad_records) or not self._chunks:
+        if len(f.bad_records) or not self._chunks or self._failed:
             return None
         offsets, n = f.offsets, int(f.n)
         out: list[Part] = []

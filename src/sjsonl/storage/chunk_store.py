@@ -259,13 +259,32 @@ class ChunkStore:
             return 0.0
         try:
             raw, now = os.pread(fd, 8, 0), time.time()
-            age = now - struct.unpack("<d", raw)[0] if len(raw) == 8 else -1.0
+            when = struct.unpack("<d", raw)[0] if len(raw) == 8 else 0.0
+            if when != when:  # NaN: a check found this version replaced — each process checks for itself
+                return 0.0
+            age = now - when
             if 0.0 <= age < interval:  # (a clock set back makes a negative age: checked again)
                 return age
-            os.pwrite(fd, struct.pack("<d", now), 0)
+            os.pwrite(fd, struct.pack("<d", now), 0)  # (two processes may both take it: one check more)
             return 0.0
         except OSError:
             return 0.0
+        finally:
+            os.close(fd)
+
+    def end_check(self, replaced: bool) -> None:
+        """The turn's check did not find this version as it was: ``replaced`` (every process then checks at
+        once, each to learn it), else it failed (the turn is given back: the next process checks)."""
+        path = os.path.join(self.directory, f"{self.name}.checked")
+        flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            return
+        try:
+            os.pwrite(fd, struct.pack("<d", float("nan") if replaced else 0.0), 0)
+        except OSError:
+            pass
         finally:
             os.close(fd)
 

@@ -352,10 +352,10 @@ class RemoteFile:
         (a read does not wait for the round trip): once a check finds the object replaced, every read
         raises :class:`~sjsonl.errors.StaleDataError`. With ``0`` every read checks first, synchronously.
         The processes of one machine take turns (:meth:`~sjsonl.storage.chunk_store.ChunkStore.claim_check`):
-        one check per interval for them all; the others learn of a replaced object at their own next check,
-        since a failed check does not count as one. What the cache serves meanwhile are the pinned version's
-        bytes (CRC-checked), the very bytes the index addresses — never a record of the new object at the
-        old offsets."""
+        one check per interval for them all. A check that finds the object replaced says so to them, and they
+        each check at their next read; one that fails gives its turn back. What the cache serves meanwhile
+        are the pinned version's bytes (CRC-checked), the very bytes the index addresses — never a record of
+        the new object at the old offsets."""
         pinned = self.pinned
         if pinned is None:
             return
@@ -385,12 +385,17 @@ class RemoteFile:
         return StaleDataError(f"{self.path} changed after it was indexed: {change}; reopen the dataset")
 
     def _compare_in_background(self, pinned: DataStamp) -> None:
+        store = self._store()
         try:
             self._compare(pinned)
         except (StaleDataError, DataFileError) as err:  # replaced or gone: every read from now on says so
+            if store is not None:  # ...and every process of the machine checks at its next read
+                store.end_check(replaced=True)
             self._version_error = (os.getpid(), err)
         except Exception:  # the network: the next check asks again (a read that needs the server raises)
             self._checked_at = None
+            if store is not None:
+                store.end_check(replaced=False)
 
     def _fetch(self, wanted: Sequence[tuple[int, int]], background: bool = False) -> list[bytes]:
         """The ranges from the server, concurrently (:mod:`~sjsonl.storage.fetch`; ``background``: the
