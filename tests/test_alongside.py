@@ -22,7 +22,7 @@ from sjsonl.records import alongside, fast_types
 from sjsonl.records.schema import infer_schema
 
 from .conftest import missing
-from .test_real_files import _settled, shared_data_files
+from .test_real_files import _settled, _suite, shared_data_files
 
 CUT = FILE_CHUNK_BYTES
 
@@ -66,6 +66,20 @@ def test_every_shared_file_types_alike(shared_data, tmp_path):
         _same(plain, typed)
         used += taken
     assert used == len(files)  # every one typed alongside (none has bad lines left out)
+
+
+def test_json_test_suite_values_type_alike(shared_data, tmp_path):
+    """Every y_ case of the JSONTestSuite that is one line, as records of one file (then each wrapped in an
+    object, so that columns hold them), repeated past several chunk cuts."""
+    cases = [p.read_bytes().strip() for p in _suite(shared_data, "y_")]
+    lines = [c for c in cases if c and b"\n" not in c and b"\r" not in c]
+    assert len(lines) > 50
+    for name, rows in (("values", lines), ("objects", [b'{"v": ' + c + b', "k": 1}' for c in lines])):
+        body = b"\n".join(rows) + b"\n"
+        path = _settled(tmp_path / f"{name}.jsonl", body * (3 * CUT // len(body) + 1))
+        plain, typed, used = _both(path, tmp_path, name)
+        assert used
+        _same(plain, typed)
 
 
 def _record(a, pad: int = 0, **extra) -> bytes:
