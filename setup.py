@@ -11,6 +11,8 @@ UTF-8 with ``bytes.decode`` (``sjsonl.records.decode.NATIVE_UTF8``), types colum
 (``sjsonl.data.dataset.HOT``) and packs in Python (``sjsonl.data.packing.plan.NATIVE``).
 """
 
+import sys
+
 from setuptools import Extension, setup
 
 setup(
@@ -19,7 +21,7 @@ setup(
             "sjsonl.index._newlines",
             ["src/sjsonl/index/_newlines.c"],
             depends=["src/sjsonl/storage/_guarded_api.h"],
-            libraries=["dl"],  # dlopen/dlsym (in libc itself since glibc 2.34)
+            libraries=["dl"] if sys.platform.startswith("linux") else [],  # dlsym (in glibc itself from 2.34)
             optional=True,
             extra_compile_args=["-O3"],
         ),

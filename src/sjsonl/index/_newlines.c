@@ -30,7 +30,10 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
 #include <dlfcn.h>
+#define HAVE_DLSYM 1
+#endif
 
 #include "../storage/_guarded_api.h"
 
@@ -360,12 +363,16 @@ static GuardedReadAPI *guarded = NULL;    /* sjsonl.storage._guarded's, imported
 static PyObject *newlines_link_xxh3(PyObject *self, PyObject *args) {
     const char *path;
     if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
-    void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* only an extension already loaded: never a new one */
     xxh3 = NULL;
+#ifdef HAVE_DLSYM /* (elsewhere the index is read with pread, as without this function) */
+    void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* only an extension already loaded: never a new one */
     if (handle != NULL) { /* the vector build chosen at run time, as the package's own calls take it */
         xxh3 = (Xxh3)dlsym(handle, "XXH3_64bits_dispatch");
         if (xxh3 == NULL) xxh3 = (Xxh3)dlsym(handle, "XXH3_64bits");
     }
+#else
+    (void)path;
+#endif
     return PyBool_FromLong(xxh3 != NULL);
 }
 
