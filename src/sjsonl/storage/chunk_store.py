@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import math
 import os
 import shutil
 import struct
@@ -251,16 +252,13 @@ class ChunkStore:
         it checks), else how many seconds ago another process took it. One check a second per node, not
         per DataLoader worker: each new worker's first request builds a client (~0.15-0.3 s of CPU), and
         a node of hundreds of workers would otherwise send hundreds of metadata requests a second."""
-        path = os.path.join(self.directory, f"{self.name}.checked")
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except OSError:
+        fd = self._turns(os.O_RDWR | os.O_CREAT)
+        if fd is None:
             return 0.0
         try:
             raw, now = os.pread(fd, 8, 0), time.time()
             when = struct.unpack("<d", raw)[0] if len(raw) == 8 else 0.0
-            if when != when:  # NaN: a check found this version replaced — each process checks for itself
+            if math.isnan(when):  # a check found this version replaced: each process checks for itself
                 return 0.0
             age = now - when
             if 0.0 <= age < interval:  # (a clock set back makes a negative age: checked again)
@@ -275,11 +273,8 @@ class ChunkStore:
     def end_check(self, replaced: bool) -> None:
         """The turn's check did not find this version as it was: ``replaced`` (every process then checks at
         once, each to learn it), else it failed (the turn is given back: the next process checks)."""
-        path = os.path.join(self.directory, f"{self.name}.checked")
-        flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(path, flags)
-        except OSError:
+        fd = self._turns(os.O_WRONLY)
+        if fd is None:
             return
         try:
             os.pwrite(fd, struct.pack("<d", float("nan") if replaced else 0.0), 0)
@@ -287,6 +282,15 @@ class ChunkStore:
             pass
         finally:
             os.close(fd)
+
+    def _turns(self, flags: int) -> int | None:
+        """``<key>.checked`` (the time of the last turn's check, or NaN), opened with ``flags``; None where it
+        cannot be (the turns are then not shared: each process checks for itself)."""
+        flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            return os.open(os.path.join(self.directory, f"{self.name}.checked"), flags, 0o600)
+        except OSError:
+            return None
 
     def close(self) -> None:
         for fd in (self._data, self._table):
