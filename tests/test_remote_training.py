@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -229,6 +230,37 @@ def test_the_processes_of_a_machine_take_turns_checking_the_version(remote, monk
     for ds in (a, b, c):
         with pytest.raises(StaleDataError, match="changed after it was indexed"):
             ds[[1, 2, 3]]
+
+
+def test_a_workers_batches_are_read_ahead_in_the_samplers_order(remote, monkeypatch):
+    """Without the chunk cache, each DataLoader worker reads the batches the sampler will deal it as one
+    stream of windows fetched ahead: every record in the sampler's order, in fewer GETs than batch by batch.
+    A persistent worker in a later epoch (its copy of the sampler an epoch behind), and a loader without
+    workers, read what they are asked for."""
+    monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    url = remote.put(body())
+
+    def loader(ds: JSONLDataset, sampler: DistributedSampler, **options) -> Any:
+        return torch.utils.data.DataLoader(ds, batch_size=25, sampler=sampler, collate_fn=collate, **options)
+
+    def epoch(loader: Any) -> tuple[list[int], int]:
+        remote.reset_stats()
+        return [i for batch in loader for i in batch], remote.stats()["ranged_gets"]
+
+    ds = JSONLDataset(url, storage_options=remote.options)
+    sampler = DistributedSampler(ds, num_replicas=1, rank=0, seed=5)
+    got, ahead_gets = epoch(loader(ds, sampler, num_workers=2))
+    assert got == list(sampler)
+    del ds._batches_ahead  # (as before: each batch reads its own ranges)
+    got, plain_gets = epoch(loader(ds, sampler, num_workers=2))
+    assert got == list(sampler) and ahead_gets < plain_gets
+    ds = JSONLDataset(url, storage_options=remote.options)
+    sampler = DistributedSampler(ds, num_replicas=2, rank=1, seed=5)
+    persistent = loader(ds, sampler, num_workers=2, persistent_workers=True)
+    for e in (0, 1):
+        sampler.set_epoch(e)
+        assert epoch(persistent)[0] == list(sampler)
+    assert epoch(loader(ds, sampler, num_workers=0))[0] == list(sampler)
 
 
 def test_the_filler_seals_the_store_it_completes(remote, monkeypatch, tmp_path):

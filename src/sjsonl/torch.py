@@ -41,6 +41,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.utils.data  # noqa: E402
 from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler  # noqa: E402
 
+from sjsonl.data.batches_ahead import BatchesAhead  # noqa: E402
 from sjsonl.data.dataset import JSONLDataset  # noqa: E402
 from sjsonl.sampling.distributed import (  # noqa: E402
     BLOCK,
@@ -54,6 +55,12 @@ from sjsonl.sampling.elastic import carry_over, merge_worker_states, remaining, 
 from sjsonl.sampling.permutation import Permutation  # noqa: E402
 
 __all__ = ["DistributedSampler", "IterableDataset", "collate_records", "iterable_state", "sampler_state"]
+
+
+def _worker_slot() -> tuple[int, int]:
+    """(this DataLoader worker, workers); (0, 1) outside a worker."""
+    info = torch.utils.data.get_worker_info()
+    return (0, 1) if info is None else (int(info.id), int(info.num_workers))
 
 
 def _epoch_perm(n: int, shuffle: bool, seed: int, epoch: int) -> Permutation | None:
@@ -110,6 +117,17 @@ class DistributedSampler(_TorchDistributedSampler):
         self._cursor = Cursor()  # before super().__init__, which assigns self.epoch
         super().__init__(dataset, num_replicas, rank, shuffle, seed, drop_last)
         self._n = len(dataset)
+        if isinstance(dataset, JSONLDataset):  # its workers read the batches they will be dealt ahead
+            dataset._batches_ahead = BatchesAhead(self._pass_blocks, _worker_slot)
+
+    def _pass_blocks(self) -> Iterator[np.ndarray]:
+        """The next pass's indices in blocks, as :meth:`__iter__` will hand them out (the sampler unchanged:
+        a DataLoader worker's copy predicts the batches it will be dealt)."""
+        positions = self._pass_positions()
+        epoch, start = self._cursor.pending or (self._cursor.epoch, 0)
+        perm = _epoch_perm(self._n, self.shuffle, self.seed, epoch)
+        for block in iter_blocks(positions, min(start, len(positions))):
+            yield block if perm is None else perm.take(block)
 
     @property
     def epoch(self) -> int:

@@ -342,7 +342,14 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         return single.hot_state() if hot is None else hot
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
-        """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch."""
+        """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch (over one
+        remote object read by ranges without the chunk cache, from the batches read ahead:
+        :mod:`sjsonl.data.batches_ahead`)."""
+        ahead, f = self.__dict__.get("_batches_ahead"), self._single
+        if ahead is not None and f is not None and self._transform is None and reads_in_windows(f):
+            got = ahead(self, indices) if getattr(f.storage, "fetches_ahead", False) else None
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         return self[indices]
 
     def raw(self, i: int) -> bytes:
