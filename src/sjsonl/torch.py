@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import os
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -117,8 +118,8 @@ class DistributedSampler(_TorchDistributedSampler):
         self._cursor = Cursor()  # before super().__init__, which assigns self.epoch
         super().__init__(dataset, num_replicas, rank, shuffle, seed, drop_last)
         self._n = len(dataset)
-        if isinstance(dataset, JSONLDataset):  # its workers read the batches they will be dealt ahead
-            dataset._batches_ahead = BatchesAhead(self._pass_blocks, _worker_slot)
+        if isinstance(dataset, JSONLDataset) and os.environ.get("SJSONL_BATCHES_AHEAD", "1") != "0":
+            dataset._batches_ahead = BatchesAhead(self._pass_blocks, _worker_slot)  # (data.batches_ahead)
 
     def _pass_blocks(self) -> Iterator[np.ndarray]:
         """The next pass's indices in blocks, as :meth:`__iter__` will hand them out (the sampler unchanged:
