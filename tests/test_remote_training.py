@@ -50,14 +50,19 @@ def collate(batch):
 
 
 @pytest.mark.slow  # (seconds: the fast tier stays within the README's 7 minutes)
-@pytest.mark.parametrize("cache", ["on", "off"])
-def test_a_shuffled_epoch_under_faults_is_exact_and_in_order(remote, monkeypatch, cache):
-    if cache == "off":
+@pytest.mark.parametrize("read", ["cache", "ahead", "batch by batch"])
+def test_a_shuffled_epoch_under_faults_is_exact_and_in_order(remote, monkeypatch, read):
+    """Through the cache, through batches read ahead without it (sjsonl.data.batches_ahead: fewer, larger
+    requests, so a larger share fails), and batch by batch without it."""
+    if read != "cache":
         monkeypatch.setenv("SJSONL_REMOTE_CACHE", "off")
+    if read == "batch by batch":
+        monkeypatch.setenv("SJSONL_BATCHES_AHEAD", "0")
     url = remote.put(body())
     ds = JSONLDataset(url, storage_options=remote.options)
     remote.reset_stats()
-    remote.set_faults(latency=0.002, error_rate=0.2, reset_rate=0.03, stall_rate=0.01, stall_seconds=1.0)
+    errors = 0.5 if read == "ahead" else 0.2
+    remote.set_faults(latency=0.002, error_rate=errors, reset_rate=0.03, stall_rate=0.01, stall_seconds=1.0)
     sampler = DistributedSampler(ds, num_replicas=1, rank=0, seed=3)
     loader = torch.utils.data.DataLoader(
         ds, batch_size=64, sampler=sampler, num_workers=2, collate_fn=collate
@@ -65,8 +70,10 @@ def test_a_shuffled_epoch_under_faults_is_exact_and_in_order(remote, monkeypatch
     got = [i for batch in loader for i in batch]
     assert got == list(sampler) and sorted(got) == list(range(N))
     stats = remote.stats()
-    if cache == "off":  # every batch went to the server, and the faults happened
+    if read == "batch by batch":  # every batch went to the server, and the faults happened
         assert stats["ranged_gets"] >= N // 64 and stats["errors_injected"] > 0
+    elif read == "ahead":  # the records came from the server, under faults
+        assert stats["ranged_gets"] > 0 and stats["errors_injected"] > 0
     else:  # the index scan filled the cache: the epoch asked for no ranges
         assert stats["ranged_gets"] == 0
 
