@@ -68,6 +68,14 @@ def _epoch_perm(n: int, shuffle: bool, seed: int, epoch: int) -> Permutation | N
     return Permutation(n, seed=seed, epoch=epoch) if shuffle else None
 
 
+def _index_blocks(
+    positions: Any, start: int, perm: Permutation | None, block: int = BLOCK
+) -> Iterator[np.ndarray]:
+    """A pass's indices from position ``start`` on, in blocks of ``block``: ``positions`` through ``perm``."""
+    blocks = iter_blocks(positions, start, block)
+    return blocks if perm is None else map(perm.take, blocks)
+
+
 class DistributedSampler(_TorchDistributedSampler):
     """``torch.utils.data.DistributedSampler`` in O(1) memory, resumable mid-epoch.
 
@@ -127,8 +135,7 @@ class DistributedSampler(_TorchDistributedSampler):
         positions = self._pass_positions()
         epoch, start = self._cursor.pending or (self._cursor.epoch, 0)
         perm = _epoch_perm(self._n, self.shuffle, self.seed, epoch)
-        for block in iter_blocks(positions, min(start, len(positions))):
-            yield block if perm is None else perm.take(block)
+        return _index_blocks(positions, min(start, len(positions)), perm)
 
     @property
     def epoch(self) -> int:
@@ -161,8 +168,8 @@ class DistributedSampler(_TorchDistributedSampler):
     def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[int]:
         cursor = self._cursor
         cursor.release()  # runs at the first next(): this iterator is the one in use
-        for block in iter_blocks(positions, start):
-            for i in (block if perm is None else perm.take(block)).tolist():
+        for block in _index_blocks(positions, start, perm):
+            for i in block.tolist():
                 cursor.yielded += 1
                 yield i
 
@@ -416,8 +423,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     def _generate(self, positions: Any, start: int, perm: Permutation | None) -> Iterator[Any]:
         cursor = self._cursor
-        blocks = iter_blocks(positions, start, self.block_size)
-        for rec in self._fetch(blocks if perm is None else map(perm.take, blocks)):
+        for rec in self._fetch(_index_blocks(positions, start, perm, self.block_size)):
             cursor.yielded += 1
             yield rec
 

@@ -79,8 +79,9 @@ class _Stream:
     def __init__(self, ds: Any, blocks: Callable[[], Iterator[np.ndarray]], batch: int, worker: int,
                  workers: int) -> None:  # fmt: skip
         self.pid, self.live = os.getpid(), batch > 0
-        self._expected = mine(blocks(), batch, worker, workers)
-        self._records = ds.iter_position_blocks(mine(blocks(), batch, worker, workers))
+        # one prediction for the check and the reader (tee holds what the reader took ahead of the check)
+        self._expected, ahead = itertools.tee(mine(blocks(), batch, worker, workers))
+        self._records = ds.iter_position_blocks(ahead)
 
     def take(self, indices: Sequence[int]) -> list[Any] | None:
         if not self.live:

@@ -25,7 +25,7 @@ import numpy as np
 
 from sjsonl.data.members import member_counts, member_paths, open_members
 from sjsonl.data.packing.packable import Packable
-from sjsonl.data.readahead import reads_in_windows
+from sjsonl.data.readahead import fetches_ahead, reads_in_windows
 from sjsonl.data.source import HOT, IndexedFile
 from sjsonl.data.transforms import columns as _columns
 from sjsonl.data.transforms.pipeline import Pipeline
@@ -345,12 +345,18 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch (over one
         remote object read by ranges without the chunk cache, from the batches read ahead:
         :mod:`sjsonl.data.batches_ahead`)."""
-        ahead, f = self.__dict__.get("_batches_ahead"), self._single
-        if ahead is not None and f is not None and self._transform is None and reads_in_windows(f):
-            got = ahead(self, indices) if getattr(f.storage, "fetches_ahead", False) else None
+        ahead, f = self.__dict__.get("_batches_ahead"), self._windowed()
+        if ahead is not None and f is not None and fetches_ahead(f):
+            got = ahead(self, indices)
             if got is not None:
                 return got  # type: ignore[no-any-return]
         return self[indices]
+
+    def _windowed(self) -> IndexedFile | None:
+        """The one file whose records an order is read from in windows (a remote object, unmapped, with no
+        record transform), if that is how this dataset is read."""
+        f = self._single
+        return f if f is not None and self._transform is None and reads_in_windows(f) else None
 
     def raw(self, i: int) -> bytes:
         """The bytes of record ``i`` (no line ending), exactly as stored."""
@@ -407,7 +413,7 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
             >>> list(JSONLDataset(path).iter_position_blocks([np.array([2]), np.array([0, 1])]))
             [12, 10, 11]
         """
-        f, blocks, sealed = self._single, iter(blocks), []
+        f, blocks, sealed = self._windowed(), iter(blocks), []
 
         def until_mapped(file: IndexedFile) -> Iterator[np.ndarray]:  # a cache sealed during the pass: the
             for block in blocks:  # rest of the blocks read mapped
@@ -416,7 +422,7 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
                     return
                 yield block if self._order is None else self._order.take(block)
 
-        if f is not None and self._transform is None and reads_in_windows(f):  # (a remote object, unmapped)
+        if f is not None:
             yield from f.iter_windows(until_mapped(f), self._decode)
         for block in itertools.chain(sealed, blocks):
             yield from self.iter_positions(block)

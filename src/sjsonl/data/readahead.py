@@ -270,6 +270,18 @@ def reads_in_windows(file: HintedFile) -> bool:
     return getattr(storage, "reads_in_windows", False) and getattr(storage, "buffer", None) is None
 
 
+def fetches_ahead(file: HintedFile) -> bool:
+    """Whether :func:`reads_in_windows` and the next windows are fetched while one is consumed (a remote
+    object without the chunk cache, whose filler would otherwise be crowded out).
+
+    Example:
+        >>> from sjsonl.storage import MemoryFile
+        >>> fetches_ahead(type("F", (), {"storage": MemoryFile(b"")})())
+        False
+    """
+    return reads_in_windows(file) and getattr(file.storage, "fetches_ahead", False)
+
+
 def windows_of(blocks: Iterable[np.ndarray], last: int = LAST_WINDOW) -> Iterator[np.ndarray]:
     """The indices of ``blocks`` (arrays, taken in turn as they are needed) in windows of
     :data:`FIRST_WINDOW` records, doubling up to ``last``, cut across the blocks' bounds: an order handed

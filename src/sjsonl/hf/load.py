@@ -43,7 +43,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
@@ -281,7 +280,7 @@ def load_dataset(
                 allow_nan=allow_nan,
             )
 
-        with typing_alongside() if fill_missing and features is None else contextlib.nullcontext():
+        with typing_alongside(on=fill_missing and features is None):
             ds = open_()  # (every row's types come next: an index built now types its records as it scans)
         # conform_rows is a function of one record: the per-record transform= (with_transform takes batches)
         if features is not None:

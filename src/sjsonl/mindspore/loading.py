@@ -47,7 +47,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -166,7 +165,7 @@ def load_dataset(
         result = early_splits(load_args, split, cache_dir) if early_start and not streaming else None
         if result is None:
             # every row's types come next: an index built now types its records as it scans them
-            with typing_alongside() if infer_rows is None else contextlib.nullcontext():
+            with typing_alongside(on=infer_rows is None):
                 result = load_jsonl(**load_args, split=split, streaming=streaming, index_dir=cache_dir)
         return _mindnlp_structure(result, split, lambda ds: to_generator_dataset(ds, **to_ms))
 

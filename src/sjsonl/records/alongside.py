@@ -105,10 +105,11 @@ def _line_end(data: Any, start: int, size: int) -> int:
 
 
 @contextlib.contextmanager
-def typing_alongside() -> Iterator[None]:
+def typing_alongside(on: bool = True) -> Iterator[None]:
     """Within the block, an index built for a local JSON Lines file types its records as it is scanned (see
-    the module docstring); a no-op where the compiled pass or the in-place scan is not available here."""
-    if fast_types.NATIVE is None or not MAPPED:
+    the module docstring); a no-op with ``on=False``, or where the compiled pass or the in-place scan is not
+    available here."""
+    if not on or fast_types.NATIVE is None or not MAPPED:
         yield
         return
     with observing_chunks(ChunkTypes):
