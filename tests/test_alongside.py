@@ -134,58 +134,48 @@ def test_bad_lines_left_out_type_as_before(tmp_path):
     _same(plain, typed)
 
 
-class _Truncating(alongside.ChunkTypes):
-    """Cuts the file short at the first chunk it sees (once), as another process could."""
+def _indexed_while(path, change, tmp_path) -> tuple[JSONLDataset, bytes, int]:
+    """(a dataset of ``path`` — three chunks and more of complete lines — typed alongside while another
+    process runs ``change()`` at each chunk the scan shows, its bytes, how many times it ran)."""
+    out = bytearray()
+    _fill_to(out, 3 * CUT + 123, 0)
+    path.write_bytes(bytes(out))
+    runs = []
 
-    path = ""
-    done = False
+    class Meddled(alongside.ChunkTypes):
+        def __call__(self, data, lo, hi, starts):
+            runs.append(change())
+            super().__call__(data, lo, hi, starts)
 
-    def __call__(self, data, lo, hi, starts):
-        if not _Truncating.done:
-            _Truncating.done = True
-            os.truncate(self.path, 1000)
-        super().__call__(data, lo, hi, starts)
+    with index_alongside.observing_chunks(Meddled):
+        ds = JSONLDataset(path, index_dir=tmp_path / "along", workers=2)
+    return ds, bytes(out), len(runs)
 
 
 def test_file_cut_short_under_the_scan_is_scanned_again(tmp_path):
     path = tmp_path / "cut.jsonl"
-    out = bytearray()
-    _fill_to(out, 3 * CUT + 123, 0)
-    path.write_bytes(bytes(out))
-    _Truncating.path, _Truncating.done = str(path), False
-    with index_alongside.observing_chunks(_Truncating):
-        typed = JSONLDataset(path, index_dir=tmp_path / "along", workers=2)
-    assert _Truncating.done
+    cut = []  # (once, at the first chunk)
+    typed, _, runs = _indexed_while(path, lambda: cut or cut.append(os.truncate(path, 1000)), tmp_path)
+    assert runs and cut
     assert os.path.getsize(path) == 1000 and typed._files[0].end <= 1000
     plain = JSONLDataset(path, index_dir=tmp_path / "plain")
     assert [typed[i] for i in range(len(typed))] == [plain[i] for i in range(len(plain))]
     assert _outcome(typed) == _outcome(plain)
 
 
-class _Appending(alongside.ChunkTypes):
-    """A writer appending while the index is built: a complete line at each chunk, each past the map's next
-    version check."""
-
-    path = ""
-
-    def __call__(self, data, lo, hi, starts):
-        with open(self.path, "ab") as f:
-            f.write(b'{"a": 99, "t": "late"}\n')
-        time.sleep(0.15)  # (past the map's CHECK_SECONDS: its next read looks at the file's version)
-        super().__call__(data, lo, hi, starts)
+def _append_a_line(path) -> None:
+    """A writer appending a complete line, then the map's next version check due (CHECK_SECONDS)."""
+    with open(path, "ab") as f:
+        f.write(b'{"a": 99, "t": "late"}\n')
+    time.sleep(0.15)
 
 
 def test_a_file_appended_to_while_indexed_keeps_the_lines_it_had(tmp_path):
     path = tmp_path / "growing.jsonl"
-    out = bytearray()
-    _fill_to(out, 3 * CUT + 123, 0)
-    path.write_bytes(bytes(out))
+    ds, out, runs = _indexed_while(path, lambda: _append_a_line(path), tmp_path)
     n = out.count(b"\n")
-    _Appending.path = str(path)
-    with index_alongside.observing_chunks(_Appending):
-        ds = JSONLDataset(path, index_dir=tmp_path / "along", workers=2)
-    assert len(ds) == n and ds[n - 1] == json.loads(bytes(out).splitlines()[-1])
-    original = _settled(tmp_path / "original.jsonl", bytes(out))
+    assert runs and len(ds) == n and ds[n - 1] == json.loads(out.splitlines()[-1])
+    original = _settled(tmp_path / "original.jsonl", out)
     assert _outcome(ds) == _outcome(JSONLDataset(original, index_dir=tmp_path / "plain"))
 
 
