@@ -11,8 +11,9 @@ Two generated corpora (``sjsonl.sample``): 256 MiB of short records (~180 B: hal
 - **Index and types of a fresh file**: the index scan and then the type pass, against the two in one pass
   (``sjsonl.records.alongside``, what a first ``load_dataset`` does), turn about.
 - **Time to first batch, first run**: ``sjsonl.mindspore.load_dataset`` with its defaults (types from every
-  row), and with ``num_proc=1``, into a fresh index directory, against the MindNLP route (🤗 JSON → Arrow,
-  then a MindNLP-style adapter) — both from ``bench_mindspore``, run the same way.
+  row), and with ``num_proc=1`` (🤗's one process: every core for the passes, as pyarrow's reader under
+  🤗, see ``sjsonl.hf.load.index_workers``), into a fresh index directory, against the MindNLP route (🤗
+  JSON → Arrow, then a MindNLP-style adapter) — both from ``bench_mindspore``, run the same way.
 - **column_names on a fresh file**: ``sjsonl.load_dataset(...).column_names`` (index + types) vs 🤗
   ``datasets.load_dataset(...).column_names`` (the Arrow conversion), fresh index / cache each run.
 

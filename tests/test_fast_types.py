@@ -381,8 +381,9 @@ def test_threads_take_the_chunks_and_merge_them_in_order(
     assert infer_schema(ds, cache=False, workers=1) == got and names == {threading.current_thread().name}
 
 
-def test_num_proc_1_types_in_the_callers_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """load_dataset(num_proc=1) → JSONLDataset(workers=1): no thread is started; the default starts them."""
+def test_workers_1_types_in_the_callers_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """load_dataset(workers=1): no thread is started. num_proc=1 (🤗's count of processes, whose pyarrow
+    reader uses every core) starts them as the default does (sjsonl.hf.load.index_workers)."""
     from sjsonl import load_dataset
 
     path = _write(tmp_path / "d.jsonl", [json.dumps({"i": i}) for i in range(3000)])
@@ -391,11 +392,15 @@ def test_num_proc_1_types_in_the_callers_thread(tmp_path: Path, monkeypatch: pyt
     scan = fast_types.chunk_parts
     spy = lambda *a: names.add(threading.current_thread().name) or scan(*a)  # noqa: E731
     monkeypatch.setattr(fast_types, "chunk_parts", spy)
-    assert load_dataset("json", data_files=str(path), split="train", num_proc=1).column_names == ["i"]
+    assert load_dataset("json", data_files=str(path), split="train", workers=1).column_names == ["i"]
     assert names == {threading.current_thread().name}
-    names.clear()
-    assert JSONLDataset(path, index_dir=str(tmp_path / "other")).column_names == ["i"]
-    assert names and all(n.startswith("sjsonl-chunks") for n in names)
+    for k, opened in enumerate([
+        lambda d: load_dataset("json", data_files=str(path), split="train", num_proc=1, index_dir=d),
+        lambda d: JSONLDataset(path, index_dir=d),
+    ]):  # fmt: skip
+        names.clear()
+        assert opened(str(tmp_path / f"other{k}")).column_names == ["i"]
+        assert names and all(n.startswith("sjsonl-chunks") for n in names)
 
 
 def test_bad_lines_raise_or_are_left_out_as_in_python(tmp_path: Path) -> None:

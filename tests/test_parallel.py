@@ -184,7 +184,7 @@ def _write(path: Path, n: int) -> str:
 
 
 def test_the_schema_pass_takes_the_datasets_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """load_dataset(num_proc=1) → JSONLDataset(workers=1): the schema pass runs in-process (the Python pass,
+    """load_dataset(workers=1) → JSONLDataset(workers=1): the schema pass runs in-process (the Python pass,
     where the compiled one is not built; that one's threads: tests/test_fast_types.py)."""
     from sjsonl import load_dataset
 
@@ -194,21 +194,28 @@ def test_the_schema_pass_takes_the_datasets_workers(tmp_path: Path, monkeypatch:
     path = _write(tmp_path / "d.jsonl", 1000)
     started = []
     monkeypatch.setattr(parallel, "ProcessPool", lambda *a, **k: started.append(a) or _no_pool())
-    assert load_dataset("json", data_files=path, split="train", num_proc=1).column_names == ["i"]
+    assert load_dataset("json", data_files=path, split="train", workers=1).column_names == ["i"]
     assert not started
     with pytest.raises(AssertionError, match="a pool was started"):  # the control: 2 would use one
         JSONLDataset(path, workers=2, index_dir=str(tmp_path / "other")).column_names  # noqa: B018
 
 
-def test_mindspore_num_proc_1_runs_the_schema_pass_in_process(tmp_path, monkeypatch) -> None:
+def test_mindspore_num_proc_1_types_on_every_core(tmp_path, monkeypatch) -> None:
+    """sjsonl.mindspore.load_dataset(num_proc=1): 🤗's one process, whose reader uses every core — so the
+    Python type pass (the compiled one not built) runs in the pool, as by default (hf.load.index_workers):
+    this process and a worker process a core."""
     import sjsonl.mindspore
 
-    monkeypatch.setattr(fast_types, "NATIVE", None)  # (the Python pass: the compiled one uses no pool)
+    monkeypatch.setattr(fast_types, "NATIVE", None)
     monkeypatch.setattr(schema_mod, "PARALLEL_MIN_RECORDS", 10)
     monkeypatch.setattr(chunks, "_CHUNK_RECORDS", 100)
-    monkeypatch.setattr(parallel, "ProcessPool", _no_pool)
+    pools: list[int] = []
+    real = parallel.ProcessPool
+    monkeypatch.setattr(parallel, "ProcessPool", lambda n, *a, **k: pools.append(n) or real(n, *a, **k))
     path = _write(tmp_path / "d.jsonl", 1000)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         gd = sjsonl.mindspore.load_dataset("json", data_files=path, split="train", num_proc=1)
+    cores = parallel.worker_count()
     assert gd.get_col_names() == ["i"] and gd.get_dataset_size() == 1000
+    assert pools == ([cores - 1] if cores > 1 else [])

@@ -23,9 +23,9 @@ splits gives a list. Splits take 🤗's slicing syntax, as views (no copy): ``"t
 ``streaming=True`` returns :class:`~sjsonl.data.streaming.JSONLStream` iterables instead, which need no index
 (slices other than whole splits are not available there, as in 🤗).
 
-🤗's keywords ``cache_dir`` (where indexes go), ``num_proc`` (index workers) and ``features`` (columns,
-order, types, missing keys ``None``) do what they say; ``fill_missing=True`` gives 🤗's row shape without
-features. Keyword arguments 🤗 would take but this loader cannot honour raise ``TypeError``
+🤗's keywords ``cache_dir`` (where indexes go), ``num_proc`` (see :func:`index_workers`) and ``features``
+(columns, order, types, missing keys ``None``) do what they say; ``fill_missing=True`` gives 🤗's row
+shape without features. Keyword arguments 🤗 would take but this loader cannot honour raise ``TypeError``
 (:class:`~sjsonl.errors.UnsupportedArgumentError`) naming them — nothing is silently
 dropped. :func:`sjsonl.mindspore.load_dataset` is the variant with 🤗's full parameter list.
 
@@ -63,6 +63,7 @@ from sjsonl.hf.data_files import JSON_EXTENSIONS, DataFiles, PathLike, is_jsonl_
 from sjsonl.records.alongside import typing_alongside
 from sjsonl.records.conform import conform_rows
 from sjsonl.records.schema import infer_schema
+from sjsonl.runtime.parallel import worker_count
 
 # The files a call names and whether sjsonl reads them: sjsonl.hf.data_files (kept importable from here).
 __all__ = ["JSON_EXTENSIONS", "is_jsonl_source", "load_dataset", "resolve_data_files"]
@@ -154,6 +155,26 @@ def _typed(ds: JSONLDataset) -> JSONLDataset:
     return as_hf(ds)
 
 
+def index_workers(workers: int | None, num_proc: int | None) -> int | None:
+    """The workers that build a split's index and column types, given 🤗's ``num_proc``: ``workers`` when
+    set; else at least ``num_proc``, and by default every core (up to 8; None: the default).
+
+    🤗 counts processes with ``num_proc``, and each of them reads JSON with pyarrow's threads on every core:
+    ``num_proc=1`` does not make 🤗's reader one thread, nor does it make sjsonl's index scan and type pass
+    one thread (compiled code on threads; where the extension is not built, the Python type pass runs in
+    processes). ``workers=1`` does: one thread, nothing started.
+
+    Example:
+        >>> index_workers(None, None), index_workers(1, 4), index_workers(None, 64)
+        (None, 1, 64)
+        >>> index_workers(None, 1) == max(1, worker_count())   # every core, as pyarrow's under num_proc=1
+        True
+    """
+    if workers is not None or not num_proc:
+        return workers
+    return max(int(num_proc), worker_count())
+
+
 def load_dataset(
     path: PathLike,
     name: str | None = None,
@@ -198,7 +219,8 @@ def load_dataset(
             :mod:`sjsonl.records.conform`.
         keep_in_memory: ``None``/``False`` (the data stay on disk, read in place — what sjsonl always
             does); ``True`` is refused: copying records into memory is ``list(ds)``.
-        num_proc: 🤗's worker count; here, the workers building indexes (same as ``workers``).
+        num_proc: 🤗's count of processes; here, at least that many workers build the indexes and types
+            (:func:`index_workers`: ``num_proc=1`` still uses every core, as 🤗's reader does).
         field: the rows are the list under this top-level key of each file, a JSON document (as 🤗's
             ``field=``), indexed by element and read in place. Without it, a ``.json`` file holding one
             JSON array has its elements as rows, as in 🤗 (see :mod:`sjsonl.data.document`).
@@ -209,7 +231,7 @@ def load_dataset(
             bad lines; decode only some, possibly nested, fields; decode as a type; ``allow_nan=False``
             refuses ``NaN``/``Infinity``, also when streaming).
         index_dir: where to keep the indexes (as :class:`~sjsonl.data.dataset.JSONLDataset`).
-        workers: threads for building indexes.
+        workers: threads for building indexes and types, exactly (``workers=1``: none is started).
         storage_options: passed to fsspec for URLs in ``data_files`` (``s3://bucket/train.jsonl`` …), which
             are read in place by range requests; their indexes go to the cache directory.
         as_hf: type each dataset as a ``datasets.Dataset`` too (:class:`sjsonl.hf.dataset.HFDataset`:
@@ -256,7 +278,7 @@ def load_dataset(
     if cache_dir is not None and index_dir is not None and os.fspath(cache_dir) != os.fspath(index_dir):
         raise InvalidArgumentError("cache_dir and index_dir name the same thing here; give one")
     index_dir = index_dir if index_dir is not None else cache_dir
-    workers = workers if workers is not None else num_proc
+    workers = index_workers(workers, num_proc)
     files = resolve_data_files(path, data_dir, data_files)
 
     if as_hf is None:

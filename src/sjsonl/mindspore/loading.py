@@ -14,8 +14,9 @@ Where the data go:
 - **JSON Lines** — ``path="json"``, a ``.jsonl``/``.json``/``.ndjson`` file, a glob of them, or a directory
   (or ``data_files``) mostly of them (🤗's rule, see :func:`sjsonl.hf.data_files.is_jsonl_source`) — are read
   by :func:`sjsonl.load_dataset` through a line index: no Arrow conversion, no second copy. 🤗's parameters
-  mean what they can mean here: ``num_proc`` → processes/threads building the index and the schema **and**
-  (MindNLP's rule) MindSpore's ``num_parallel_workers``; ``cache_dir`` → where indexes are kept;
+  mean what they can mean here: ``num_proc`` → at least that many workers building the index and the schema
+  (:func:`sjsonl.hf.load.index_workers`: ``num_proc=1`` still uses every core, as 🤗's pyarrow reader
+  does) **and** (MindNLP's rule) MindSpore's ``num_parallel_workers``; ``cache_dir`` → where indexes are kept;
   ``features`` → the MindSpore columns and dtypes; ``streaming`` → an index-free stream;
   ``storage_options`` → fsspec options for URLs in ``data_files`` (read in place). ``download_config``,
   ``download_mode``, ``verification_mode``, ``keep_in_memory``, ``save_infos`` and ``revision`` concern
@@ -53,6 +54,7 @@ from typing import Any
 
 from sjsonl.errors import UnsupportedArgumentError, require
 from sjsonl.hf.data_files import is_jsonl_source
+from sjsonl.hf.load import index_workers
 from sjsonl.hf.load import load_dataset as load_jsonl
 from sjsonl.mindspore.adapters import to_generator_dataset
 from sjsonl.mindspore.early import early_splits
@@ -159,7 +161,8 @@ def load_dataset(
                 "pass the result to sjsonl.mindspore.to_generator_dataset"
             )
         load_args: dict[str, Any] = dict(
-            path=path, name=name, data_dir=data_dir, data_files=data_files, workers=num_proc,
+            path=path, name=name, data_dir=data_dir, data_files=data_files,
+            workers=index_workers(None, num_proc),
             storage_options=storage_options,
         )  # fmt: skip
         result = early_splits(load_args, split, cache_dir) if early_start and not streaming else None
