@@ -48,7 +48,11 @@ setup(
         Extension(
             "sjsonl.records._types",
             ["src/sjsonl/records/_types.c"],
-            depends=["src/sjsonl/records/_string_avx2.h", "src/sjsonl/storage/_guarded_api.h"],
+            depends=[
+                "src/sjsonl/records/_string_avx2.h",
+                "src/sjsonl/records/_string_avx512.h",
+                "src/sjsonl/storage/_guarded_api.h",
+            ],
             optional=True,
             extra_compile_args=["-O3"],
         ),

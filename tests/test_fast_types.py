@@ -65,18 +65,20 @@ _REFUSED = object()
 
 def check_lines(lines: list[bytes]) -> list[int]:
     """The compiled pass over ``lines`` equals the rules over the decoder's values, each record it hands
-    back typed by the rules; a record the decoder refuses is one it handed back — on both ways of reading
-    strings (AVX2 where the CPU has it, and SSE2), which hand back the same records. Those records."""
+    back typed by the rules; a record the decoder refuses is one it handed back — on every way of reading
+    strings the CPU has (AVX-512, AVX2, SSE2), which hand back the same records. Those records."""
     native = fast_types.NATIVE
     assert native is not None
-    was = native.use_avx2(False)
+    widest = native.string_way("avx512")
     try:
-        handed = _check_lines(lines)
+        handed = [_check_lines(lines) for way in _WAYS if native.string_way(way) == way]
     finally:
-        native.use_avx2(was)
-    if was:
-        assert _check_lines(lines) == handed, lines
-    return handed
+        native.string_way(widest)
+    assert handed and all(h == handed[0] for h in handed), lines
+    return handed[0]
+
+
+_WAYS = ("sse2", "avx2", "avx512")
 
 
 def _check_lines(lines: list[bytes]) -> list[int]:
@@ -282,15 +284,18 @@ def test_what_is_handed_back() -> None:
         assert check_lines([b'{"a": 2, "z": [1]}', line, b'{"b": 3}']) == [1], line
 
 
-@pytest.fixture(params=["avx2", "sse2"])
+@pytest.fixture(params=_WAYS)
 def string_path(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Both ways string bodies are read in C: with AVX2 (where the CPU has it) and the SSE2/scalar loop."""
+    """Every way string bodies are read in C: with AVX-512 or AVX2 (where the CPU has them) and the
+    SSE2/scalar loop."""
     native = fast_types.NATIVE
     assert native is not None
-    if not native.use_avx2(request.param == "avx2") and request.param == "avx2":
-        missing("this CPU has no AVX2", "SJSONL_REQUIRE_AVX2")
+    widest = native.string_way("avx512")
+    if native.string_way(request.param) != request.param:
+        native.string_way(widest)
+        missing(f"this CPU has no {request.param}", "SJSONL_REQUIRE_" + request.param.upper())
     yield request.param
-    native.use_avx2(True)
+    native.string_way(widest)
 
 
 def test_utf8_in_strings_as_the_strict_decoder(string_path: str) -> None:
@@ -314,16 +319,17 @@ def test_utf8_in_strings_as_the_strict_decoder(string_path: str) -> None:
 
 
 def test_utf8_across_block_boundaries_as_the_strict_decoder(string_path: str) -> None:
-    """The AVX2 path checks 32 bytes at a time, each block with the one before it: every kind of sequence
-    (well formed, cut short, overlong, a surrogate, too large, a stray continuation) at every offset around
-    the first two block boundaries of a string, before its closing quote, an escape or a control byte,
-    and right at the end of the buffer (the last block is read short) — as the strict decoder takes it."""
+    """The AVX2 and AVX-512 paths check 32 and 64 bytes at a time, each block with the one before it: every
+    kind of sequence (well formed, cut short, overlong, a surrogate, too large, a stray continuation) at
+    every offset around the first two block boundaries of a string (after the 16 bytes looked at inline),
+    before its closing quote, an escape or a control byte, and right at the end of the buffer (the last
+    block is read short) — as the strict decoder takes it."""
     seqs = [
         "é".encode(), "数".encode(), "🚀".encode(), b"\xc3", b"\xe6\x95", b"\xf0\x9f\x9a", b"\xc0\xaf",
         b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x80", b"\xbf\xbf", "é".encode() + b"\x80",
     ]  # fmt: skip
     lines, valid = [], []
-    for offset in range(0, 70):
+    for offset in range(0, 150):
         for seq in seqs:
             for before, after in [(b"", b""), (b"", b"\\n"), (b"\\t", b"z"), ("数".encode() * 7, b"")]:
                 text = before + b"a" * offset + seq + after

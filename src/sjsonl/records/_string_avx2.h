@@ -41,6 +41,34 @@
 #define TWO_CONTS (1 << 7)  /* two continuations: an error unless a 3- or 4-byte lead wants them */
 #define CARRY (TOO_SHORT | TOO_LONG | TWO_CONTS)
 
+/* The three tables, by the nibble that indexes them (the AVX-512 loop of _string_avx512.h takes them too). */
+#define BYTE_1_HIGH \
+    TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, /* 0_______ ASCII */ \
+    TWO_CONTS, TWO_CONTS, TWO_CONTS, TWO_CONTS,                                     /* 10______ */ \
+    TOO_SHORT | OVERLONG_2,                                                         /* 1100____ */ \
+    TOO_SHORT,                                                                      /* 1101____ */ \
+    TOO_SHORT | OVERLONG_3 | SURROGATE,                                             /* 1110____ */ \
+    TOO_SHORT | TOO_LARGE | TOO_LARGE_1000 | OVERLONG_4                              /* 1111____ */
+#define BYTE_1_LOW \
+    CARRY | OVERLONG_3 | OVERLONG_2 | OVERLONG_4, /* ____0000 */ \
+    CARRY | OVERLONG_2,                           /* ____0001 */ \
+    CARRY, CARRY,                                 /* ____001_ */ \
+    CARRY | TOO_LARGE,                            /* ____0100 */ \
+    CARRY | TOO_LARGE | TOO_LARGE_1000,           /* ____0101 */ \
+    CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000, /* ____011_ */ \
+    CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000, /* ____1000, ____1001 */ \
+    CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000, /* ____1010, ____1011 */ \
+    CARRY | TOO_LARGE | TOO_LARGE_1000,                                     /* ____1100 */ \
+    CARRY | TOO_LARGE | TOO_LARGE_1000 | SURROGATE,                         /* ____1101 */ \
+    CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000  /* ____111_ */
+#define BYTE_2_HIGH \
+    TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, /* 0_______ */ \
+    TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE_1000 | OVERLONG_4,           /* 1000____ */ \
+    TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE,                             /* 1001____ */ \
+    TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE,                              /* 1010____ */ \
+    TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE,                              /* 1011____ */ \
+    TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT                                              /* 11______ */
+
 #define TABLE16(...) _mm256_setr_epi8(__VA_ARGS__, __VA_ARGS__)
 
 /* The bytes of `input` shifted back by n, the first n from the end of `prev`. */
@@ -53,32 +81,9 @@ static AVX2_FN inline __m256i high_nibbles(__m256i x) {
 
 /* Non-zero bytes where the UTF-8 of `input` (after `prev`) is not well formed. */
 static AVX2_FN inline __m256i utf8_errors(__m256i input, __m256i prev) {
-    const __m256i byte_1_high_table = TABLE16(
-        TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, /* 0_______ ASCII */
-        TWO_CONTS, TWO_CONTS, TWO_CONTS, TWO_CONTS,                                     /* 10______ */
-        TOO_SHORT | OVERLONG_2,                                                         /* 1100____ */
-        TOO_SHORT,                                                                      /* 1101____ */
-        TOO_SHORT | OVERLONG_3 | SURROGATE,                                             /* 1110____ */
-        TOO_SHORT | TOO_LARGE | TOO_LARGE_1000 | OVERLONG_4);                           /* 1111____ */
-    const __m256i byte_1_low_table = TABLE16(
-        CARRY | OVERLONG_3 | OVERLONG_2 | OVERLONG_4, /* ____0000 */
-        CARRY | OVERLONG_2,                           /* ____0001 */
-        CARRY, CARRY,                                 /* ____001_ */
-        CARRY | TOO_LARGE,                            /* ____0100 */
-        CARRY | TOO_LARGE | TOO_LARGE_1000,           /* ____0101 */
-        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000, /* ____011_ */
-        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000, /* ____1000, ____1001 */
-        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000, /* ____1010, ____1011 */
-        CARRY | TOO_LARGE | TOO_LARGE_1000,                                     /* ____1100 */
-        CARRY | TOO_LARGE | TOO_LARGE_1000 | SURROGATE,                         /* ____1101 */
-        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000); /* ____111_ */
-    const __m256i byte_2_high_table = TABLE16(
-        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, /* 0_______ */
-        TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE_1000 | OVERLONG_4,           /* 1000____ */
-        TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE,                             /* 1001____ */
-        TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE,                              /* 1010____ */
-        TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE,                              /* 1011____ */
-        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT);                                            /* 11______ */
+    const __m256i byte_1_high_table = TABLE16(BYTE_1_HIGH);
+    const __m256i byte_1_low_table = TABLE16(BYTE_1_LOW);
+    const __m256i byte_2_high_table = TABLE16(BYTE_2_HIGH);
     __m256i prev1 = PREV_BYTES(input, prev, 1);
     __m256i special = _mm256_and_si256(
         _mm256_and_si256(_mm256_shuffle_epi8(byte_1_high_table, high_nibbles(prev1)),

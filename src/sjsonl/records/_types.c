@@ -28,10 +28,10 @@
    (...808 with a minus sign); a number with a fraction or an exponent is a float ("1.0", "1e5"), as both
    decoders parse it.
 
-   Strings: where the CPU has AVX2, a string's body is read 32 bytes at a time with its UTF-8 checked in the
-   same pass (_string_avx2.h; a short string's first 16 bytes are looked at inline first); elsewhere by the
-   SSE2 loop below, which checks each non-ASCII sequence byte by byte. Both give the same answer (the tests
-   run both: use_avx2()).
+   Strings: where the CPU has AVX-512 (BW), a string's body is read 64 bytes at a time with its UTF-8 checked
+   in the same pass (_string_avx512.h), where it has AVX2 32 bytes at a time (_string_avx2.h) — a short
+   string's first 16 bytes are looked at inline first; elsewhere by the SSE2 loop below, which checks each
+   non-ASCII sequence byte by byte. All give the same answer (the tests run every way: string_way()).
 
    Rectangular lists: a list value is typed by one walk that records, for each depth, the length every list
    there must have and whether its elements are lists or scalars; it is rectangular (schema._list_shape)
@@ -47,7 +47,7 @@
 #define USE_SSE2 1
 #endif
 #include "../storage/_guarded_api.h"
-#include "_string_avx2.h"
+#include "_string_avx512.h"
 
 #define MAXD 128      /* nesting deeper than this is handed back (the decoders have their own limits) */
 #define MAX_DIGITS 640 /* longer integers are handed back (see the header) */
@@ -147,13 +147,15 @@ static inline int utf8_sequence(const unsigned char *p, const unsigned char *end
 
 /* A string whose opening quote is at s->p - 1: s->p moves past its closing quote. 0 if it is not a valid
    JSON string; *escaped is set when it holds an escape. */
-static int avx2; /* the CPU has AVX2: string bodies are read by string_body_avx2 */
+enum { WAY_SSE2, WAY_AVX2, WAY_AVX512 };
+static const char *way_names[] = {"sse2", "avx2", "avx512"};
+static int way; /* how string bodies are read: the widest the CPU has, unless string_way() says less */
 
 static int scan_string(Scan *s, int *escaped) {
     const unsigned char *p = s->p, *end = s->end;
     for (;;) {
 #ifdef STRING_AVX2
-        if (avx2) {
+        if (way >= WAY_AVX2) {
 #ifdef USE_SSE2
             /* most strings are short (a key, a word): their first 16 bytes are looked at here, with no call */
             if (s->limit - p >= 16) {
@@ -166,11 +168,11 @@ static int scan_string(Scan *s, int *escaped) {
                     if (p >= end) return 0;
                     if (*p < 0x80) goto special; /* the quote, an escape or a control byte */
                 } else {
-                    p += 16; /* ASCII so far: the AVX2 loop goes on from here */
+                    p += 16; /* ASCII so far: the wide loop goes on from here */
                 }
             }
 #endif
-            p = string_body_avx2(p, end, s->limit);
+            p = way == WAY_AVX512 ? string_body_avx512(p, end, s->limit) : string_body_avx2(p, end, s->limit);
             if (!p) return 0;
             goto special;
         }
@@ -765,27 +767,36 @@ done:
     return out;
 }
 
-static int cpu_has_avx2(void) {
+/* The widest way to read string bodies this CPU has. */
+static int widest_way(void) {
 #ifdef STRING_AVX2
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-#else
-    return 0;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return WAY_AVX512;
+    if (__builtin_cpu_supports("avx2")) return WAY_AVX2;
 #endif
+    return WAY_SSE2;
 }
 
-/* For the tests, which run both paths on the same records. */
-static PyObject *use_avx2(PyObject *module, PyObject *arg) {
-    int on = PyObject_IsTrue(arg);
-    if (on < 0) return NULL;
-    avx2 = on && cpu_has_avx2();
-    return PyBool_FromLong(avx2);
+/* For the tests, which run every way on the same records. */
+static PyObject *string_way(PyObject *module, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    int asked = -1;
+    for (int w = WAY_SSE2; w <= WAY_AVX512; w++)
+        if (!strcmp(name, way_names[w])) asked = w;
+    if (asked < 0) {
+        PyErr_Format(PyExc_ValueError, "string_way: %R is not one of 'sse2', 'avx2', 'avx512'", arg);
+        return NULL;
+    }
+    int widest = widest_way();
+    way = asked < widest ? asked : widest;
+    return PyUnicode_FromString(way_names[way]);
 }
 
 static PyMethodDef methods[] = {
-    {"use_avx2", use_avx2, METH_O,
-     "use_avx2(on) -> bool: read string bodies with AVX2 (when the CPU has it) or with the SSE2/scalar loop; "
-     "whether AVX2 is now used. It is on by default where the CPU has it."},
+    {"string_way", string_way, METH_O,
+     "string_way(name) -> str: read string bodies the way named ('avx512', 'avx2' or 'sse2': the SSE2/scalar "
+     "loop), or the widest the CPU has below it; the way now used. The widest the CPU has is the default."},
     {"scan", scan, METH_VARARGS,
      "scan(data, bounds, lo, hi) -> (stop, sigs, present, objects, whole): the schema of records lo..stop-1 "
      "(see the source's header). data: bytes-like, or a GuardedMap (read in place under its guard)."},
@@ -805,7 +816,7 @@ PyMODINIT_FUNC PyInit__types(void) {
     }
     for (int c = 0x20; c < 0x80; c++) plain[c] = c != '"' && c != '\\';
     init_utf8();
-    avx2 = cpu_has_avx2();
+    way = widest_way();
     guarded = (GuardedReadAPI *)PyCapsule_Import("sjsonl.storage._guarded._read_api", 0);
     if (!guarded) PyErr_Clear(); /* not built: maps are read by copies (fast_types.chunk_parts) */
     return PyModule_Create(&module);
