@@ -11,9 +11,9 @@ maps, or the xxhash extension's ``XXH3_64bits`` giving the digest :mod:`sjsonl.s
 index is read with ``pread`` as always, and an observer sees nothing.
 
 Measured on a 1 GiB file of ~1.8 KB records (``benchmarks/bench_types.py``, turn about on two threads): the
-scan and the type pass together take 0.32 s instead of 0.48 s one after the other — the bytes are read from
+scan and the type pass together take 0.30 s instead of 0.44 s one after the other — the bytes are read from
 memory once, by the map, instead of copied by ``pread`` and then faulted in again by the type pass; on
-256 MiB of ~150-byte records, where typing is most of the work, 0.19 s instead of 0.21 s.
+256 MiB of ~150-byte records, where typing is most of the work, 0.19 s instead of 0.22 s.
 
 Example:
     >>> import os, tempfile
