@@ -11,7 +11,7 @@ PIP    := $(PY) -m pip install -q --disable-pip-version-check -c constraints-tes
 
 # setup.py builds the compiled newline scan, compact-index decoder and guarded map (optional: without a C
 # compiler their numpy twins and pread are used)
-BUILT_FROM := pyproject.toml setup.py src/sjsonl/index/_newlines.c src/sjsonl/index/_packed.c src/sjsonl/storage/_guarded.c src/sjsonl/records/_utf8.c src/sjsonl/records/_types.c src/sjsonl/data/_hot.c src/sjsonl/data/packing/_plan.c constraints-test.txt
+BUILT_FROM := pyproject.toml setup.py src/sjsonl/index/_newlines.c src/sjsonl/index/_packed.c src/sjsonl/storage/_guarded.c src/sjsonl/records/_utf8.c src/sjsonl/records/_types.c src/sjsonl/records/_string_avx2.h src/sjsonl/records/_string_avx512.h src/sjsonl/storage/_guarded_api.h src/sjsonl/data/_hot.c src/sjsonl/data/packing/_plan.c constraints-test.txt
 
 $(VENV)/.core: $(BUILT_FROM)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -8,8 +8,8 @@
    byte", Software: Practice and Experience, 2021): three 16-entry table lookups on the nibbles of each
    byte and the byte before it, and one test that a continuation is where a 3- or 4-byte lead wants one.
    The result is Unicode's table 3-7, as Python's strict decoder and _types.c's scalar check take it: no
-   overlong forms, no surrogates, nothing past U+10FFFF, no sequence cut short (tests/test_fast_types.py
-   runs both paths on every lead byte with every second byte, at every position across a block boundary).
+   overlong forms, no surrogates, nothing past U+10FFFF, no sequence cut short (tests/test_string_ways.py
+   runs every way on every lead byte with every second byte, at every position across a block boundary).
 
    The check of a block needs the block before it (a sequence can straddle them); the string's first block
    is checked as if ASCII came before it (the opening quote did). A sequence cut short by the byte where the
