@@ -13,9 +13,9 @@ Both routes end in a ``mindspore.dataset.GeneratorDataset`` over the same genera
   the comparison isolates the storage and access path.
 
 Time to first batch starts with MindSpore and 🤗 already imported and the data file in the page cache.
-Rows/s is measured over the first 100,000 rows (steady state), in file order and shuffled, with two
-sources that cost next to nothing beside them: one constant row, and the same rows converted beforehand
-(MindSpore's own per-row cost: no source delivers rows one at a time faster than these).
+Rows/s is measured over the first 100,000 rows (20,000 with ``--quick``; steady state), in file order and
+shuffled, with two sources that cost next to nothing beside them: one constant row, and the same rows
+converted beforehand (MindSpore's own per-row cost: no source delivers rows one at a time faster).
 
     python benchmarks/bench_mindspore.py [--quick]
 """

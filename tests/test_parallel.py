@@ -200,6 +200,26 @@ def test_the_schema_pass_takes_the_datasets_workers(tmp_path: Path, monkeypatch:
         JSONLDataset(path, workers=2, index_dir=str(tmp_path / "other")).column_names  # noqa: B018
 
 
+def test_mindspore_workers_1_types_in_process(tmp_path, monkeypatch) -> None:
+    """sjsonl.mindspore.load_dataset(workers=1): no pool, whatever num_proc says (the Python type pass here);
+    data that goes to 🤗 refuses workers= rather than drop it."""
+    import sjsonl.mindspore
+    from sjsonl.errors import UnsupportedArgumentError
+
+    monkeypatch.setattr(fast_types, "NATIVE", None)
+    monkeypatch.setattr(schema_mod, "PARALLEL_MIN_RECORDS", 10)
+    monkeypatch.setattr(chunks, "_CHUNK_RECORDS", 100)
+    monkeypatch.setattr(parallel, "ProcessPool", _no_pool)
+    path = _write(tmp_path / "d.jsonl", 1000)
+    gd = sjsonl.mindspore.load_dataset(
+        "json", data_files=path, split="train", num_proc=2, workers=1, num_parallel_workers=1
+    )
+    assert gd.get_col_names() == ["i"] and gd.get_dataset_size() == 1000
+    (tmp_path / "d.csv").write_text("i\n1\n")
+    with pytest.raises(UnsupportedArgumentError, match="workers="):
+        sjsonl.mindspore.load_dataset("csv", data_files=str(tmp_path / "d.csv"), split="train", workers=1)
+
+
 def test_mindspore_num_proc_1_types_on_every_core(tmp_path, monkeypatch) -> None:
     """sjsonl.mindspore.load_dataset(num_proc=1): 🤗's one process, whose reader uses every core — so the
     Python type pass (the compiled one not built) runs in the pool, as by default (hf.load.index_workers):

@@ -231,7 +231,8 @@ def load_dataset(
             bad lines; decode only some, possibly nested, fields; decode as a type; ``allow_nan=False``
             refuses ``NaN``/``Infinity``, also when streaming).
         index_dir: where to keep the indexes (as :class:`~sjsonl.data.dataset.JSONLDataset`).
-        workers: threads for building indexes and types, exactly (``workers=1``: none is started).
+        workers: the workers building indexes and types, exactly — threads (processes for the Python type
+            pass where the compiled one is not built); ``workers=1``: none is started.
         storage_options: passed to fsspec for URLs in ``data_files`` (``s3://bucket/train.jsonl`` …), which
             are read in place by range requests; their indexes go to the cache directory.
         as_hf: type each dataset as a ``datasets.Dataset`` too (:class:`sjsonl.hf.dataset.HFDataset`:

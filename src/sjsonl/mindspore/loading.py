@@ -106,6 +106,7 @@ def load_dataset(
     batch_size: int | None = None,
     drop_remainder: bool = False,
     early_start: bool = False,
+    workers: int | None = None,
     hf_kwargs: Mapping[str, Any] | None = None,
     **config_kwargs: Any,
 ) -> Any:
@@ -117,6 +118,8 @@ def load_dataset(
     and ``hf_kwargs`` go to 🤗. ``early_start=True``: a JSON Lines split without an index yet starts
     delivering rows at once, in file order, while its index is built in the background
     (:mod:`sjsonl.mindspore.early`: the dataset is then iterable; ``shuffle=True`` waits for the index).
+    ``workers``: how many build the index and types of JSON Lines, exactly (``workers=1``: one thread,
+    nothing started); by default at least ``num_proc`` and every core (:func:`~sjsonl.hf.load.index_workers`).
 
     Raises:
         TypeError: for keywords the JSON Lines path cannot honour (they are named).
@@ -162,7 +165,7 @@ def load_dataset(
             )
         load_args: dict[str, Any] = dict(
             path=path, name=name, data_dir=data_dir, data_files=data_files,
-            workers=index_workers(None, num_proc),
+            workers=index_workers(workers, num_proc),
             storage_options=storage_options,
         )  # fmt: skip
         result = early_splits(load_args, split, cache_dir) if early_start and not streaming else None
@@ -172,6 +175,11 @@ def load_dataset(
                 result = load_jsonl(**load_args, split=split, streaming=streaming, index_dir=cache_dir)
         return _mindnlp_structure(result, split, lambda ds: to_generator_dataset(ds, **to_ms))
 
+    if workers is not None:
+        raise UnsupportedArgumentError(
+            "workers= sets who builds sjsonl's JSON Lines indexes; this data goes to datasets.load_dataset "
+            "(give num_proc=)"
+        )
     datasets = require("datasets", "hf")
     given = dict(
         name=name,

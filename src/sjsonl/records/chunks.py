@@ -51,7 +51,7 @@ def map_record_chunks(
     ``workers`` threads instead, whatever the size, for a memory-mapped file (the reads of other storages,
     compressed or remote, are not shared among threads: one thread reads them in order)."""
     nbytes = int(f.end)
-    if workers is None:  # e.g. load_dataset(num_proc=1): the dataset's own worker count holds here too
+    if workers is None:  # e.g. load_dataset(workers=1): the dataset's own worker count holds here too
         workers = getattr(f, "_index_args", {}).get("workers")
     if threads:
         bounds = list(

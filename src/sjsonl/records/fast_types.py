@@ -7,8 +7,8 @@ the compiled pass returns the same signatures and counts, and any record it is n
 JSON (so an invalid record, NaN), a top-level key with an escape or held twice, an integer of more than 640
 digits, nesting past 128 — it hands back by number, and the Python pass types that record (or raises its
 located error), so the result is the Python pass's whatever the file holds (``tests/test_fast_types.py``).
-About 0.15 µs a short record on one core where the Python pass takes ~2 µs, and ~3 GB/s on long text
-(``benchmarks/bench_types.py``).
+About 0.15 µs a short record on one core where the Python pass takes ~2 µs, and ~3.8 GB/s on long text
+where the CPU has AVX-512 (~3.1 with AVX2; ``benchmarks/bench_types.py``).
 
 A file is typed in chunks of about :data:`CHUNK_BYTES`, on up to ``workers`` threads when it is memory-mapped
 (a local file, a sealed remote cache: its guarded map is read by any thread; other storages are read in order,
