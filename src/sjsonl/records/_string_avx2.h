@@ -75,28 +75,28 @@
 #define PREV_BYTES(input, prev, n) \
     _mm256_alignr_epi8((input), _mm256_permute2x128_si256((prev), (input), 0x21), 16 - (n))
 
-static AVX2_FN inline __m256i high_nibbles(__m256i x) {
-    return _mm256_and_si256(_mm256_srli_epi16(x, 4), _mm256_set1_epi8(0x0F));
-}
+/* Keiser and Lemire's check on vectors of W bits, written once for both widths (W = 256 here, 512 in
+   _string_avx512.h: the intrinsics' names are _mm<W>_… and …_si<W>): defines NAME(input, prev), whose
+   non-zero bytes are where the UTF-8 of `input` (after `prev`) is not well formed. TABLE builds a vector of
+   the 16-entry table in every lane; PREV shifts `input` back by n bytes, the first n from the end of `prev`. */
+#define HIGH_NIBBLES(W, x) _mm##W##_and_si##W(_mm##W##_srli_epi16((x), 4), _mm##W##_set1_epi8(0x0F))
+#define DEFINE_UTF8_ERRORS(NAME, TARGET, W, TABLE, PREV)                                                   \
+    static TARGET inline __m##W##i NAME(__m##W##i input, __m##W##i prev) {                                \
+        __m##W##i prev1 = PREV(input, prev, 1), prev2 = PREV(input, prev, 2), prev3 = PREV(input, prev, 3); \
+        __m##W##i special = _mm##W##_and_si##W(                                                            \
+            _mm##W##_and_si##W(                                                                            \
+                _mm##W##_shuffle_epi8(TABLE(BYTE_1_HIGH), HIGH_NIBBLES(W, prev1)),                         \
+                _mm##W##_shuffle_epi8(TABLE(BYTE_1_LOW),                                                  \
+                                      _mm##W##_and_si##W(prev1, _mm##W##_set1_epi8(0x0F)))),                \
+            _mm##W##_shuffle_epi8(TABLE(BYTE_2_HIGH), HIGH_NIBBLES(W, input)));                            \
+        /* a continuation is due where the byte two back is a 3- or 4-byte lead, or three back a 4-byte   \
+           one: there TWO_CONTS is right, and anything else is an error */                                 \
+        __m##W##i due = _mm##W##_or_si##W(_mm##W##_subs_epu8(prev2, _mm##W##_set1_epi8((char)(0xE0 - 0x80))), \
+                                          _mm##W##_subs_epu8(prev3, _mm##W##_set1_epi8((char)(0xF0 - 0x80)))); \
+        return _mm##W##_xor_si##W(_mm##W##_and_si##W(due, _mm##W##_set1_epi8((char)0x80)), special);       \
+    }
 
-/* Non-zero bytes where the UTF-8 of `input` (after `prev`) is not well formed. */
-static AVX2_FN inline __m256i utf8_errors(__m256i input, __m256i prev) {
-    const __m256i byte_1_high_table = TABLE16(BYTE_1_HIGH);
-    const __m256i byte_1_low_table = TABLE16(BYTE_1_LOW);
-    const __m256i byte_2_high_table = TABLE16(BYTE_2_HIGH);
-    __m256i prev1 = PREV_BYTES(input, prev, 1);
-    __m256i special = _mm256_and_si256(
-        _mm256_and_si256(_mm256_shuffle_epi8(byte_1_high_table, high_nibbles(prev1)),
-                         _mm256_shuffle_epi8(byte_1_low_table, _mm256_and_si256(prev1, _mm256_set1_epi8(0x0F)))),
-        _mm256_shuffle_epi8(byte_2_high_table, high_nibbles(input)));
-    /* a continuation is due where the byte two back is a 3- or 4-byte lead, or three back a 4-byte one:
-       there TWO_CONTS is right, and anything else is an error */
-    __m256i prev2 = PREV_BYTES(input, prev, 2), prev3 = PREV_BYTES(input, prev, 3);
-    __m256i due = _mm256_or_si256(_mm256_subs_epu8(prev2, _mm256_set1_epi8((char)(0xE0 - 0x80))),
-                                  _mm256_subs_epu8(prev3, _mm256_set1_epi8((char)(0xF0 - 0x80))));
-    due = _mm256_and_si256(due, _mm256_set1_epi8((char)0x80));
-    return _mm256_xor_si256(due, special);
-}
+DEFINE_UTF8_ERRORS(utf8_errors, AVX2_FN, 256, TABLE16, PREV_BYTES)
 
 /* The 32 bytes at p; past `limit` (the end of the buffer), quotes: a stop past the string's end. */
 static AVX2_FN inline __m256i load_block(const unsigned char *p, const unsigned char *limit) {

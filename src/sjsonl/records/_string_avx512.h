@@ -30,27 +30,7 @@
                                                  (input)),                                             \
                        16 - (n))
 
-static AVX512_FN inline __m512i high_nibbles_512(__m512i x) {
-    return _mm512_and_si512(_mm512_srli_epi16(x, 4), _mm512_set1_epi8(0x0F));
-}
-
-/* Bit k set where byte k of `input` (after `prev`) is not well-formed UTF-8 (see utf8_errors). */
-static AVX512_FN inline uint64_t utf8_errors_512(__m512i input, __m512i prev) {
-    const __m512i byte_1_high_table = TABLE16_512(BYTE_1_HIGH);
-    const __m512i byte_1_low_table = TABLE16_512(BYTE_1_LOW);
-    const __m512i byte_2_high_table = TABLE16_512(BYTE_2_HIGH);
-    __m512i prev1 = PREV_BYTES_512(input, prev, 1);
-    __m512i special = _mm512_and_si512(
-        _mm512_and_si512(_mm512_shuffle_epi8(byte_1_high_table, high_nibbles_512(prev1)),
-                         _mm512_shuffle_epi8(byte_1_low_table, _mm512_and_si512(prev1, _mm512_set1_epi8(0x0F)))),
-        _mm512_shuffle_epi8(byte_2_high_table, high_nibbles_512(input)));
-    __m512i prev2 = PREV_BYTES_512(input, prev, 2), prev3 = PREV_BYTES_512(input, prev, 3);
-    __m512i due = _mm512_or_si512(_mm512_subs_epu8(prev2, _mm512_set1_epi8((char)(0xE0 - 0x80))),
-                                  _mm512_subs_epu8(prev3, _mm512_set1_epi8((char)(0xF0 - 0x80))));
-    due = _mm512_and_si512(due, _mm512_set1_epi8((char)0x80));
-    __m512i errors = _mm512_xor_si512(due, special);
-    return (uint64_t)_mm512_test_epi8_mask(errors, errors);
-}
+DEFINE_UTF8_ERRORS(utf8_errors_512, AVX512_FN, 512, TABLE16_512, PREV_BYTES_512)
 
 /* The 64 bytes at p; past `limit` (the end of the buffer, not read), quotes. */
 static AVX512_FN inline __m512i load_block_512(const unsigned char *p, const unsigned char *limit) {
@@ -82,7 +62,8 @@ static AVX512_FN const unsigned char *string_body_avx512(const unsigned char *p,
     uint64_t errors = 0;
     for (; p < end; p += 64) {
         __m512i x = load_block_512(p, limit);
-        uint64_t e = utf8_errors_512(x, prev);
+        __m512i bad = utf8_errors_512(x, prev);
+        uint64_t e = (uint64_t)_mm512_test_epi8_mask(bad, bad); /* bit k: byte k is not well formed */
         uint64_t stop_mask = stop_bytes_512(x);
         if (stop_mask) { /* errors up to and including the stop (at bit 63, 2 << 63 wraps to 0: all bits) */
             uint64_t upto = (2ULL << __builtin_ctzll(stop_mask)) - 1;
