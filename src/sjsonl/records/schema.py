@@ -435,8 +435,11 @@ def _chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
 
 
 def _fast_chunk_schema(f: Any, lo: int, hi: int) -> RecordSchema:
+    return _schema_of_parts(f, fast_types.chunk_parts(f, lo, hi))
+
+
+def _schema_of_parts(f: Any, parts: Iterable[fast_types.Part]) -> RecordSchema:
     # the compiled pass's runs, and each record it hands back typed (or refused) here by the Python pass
-    parts = fast_types.chunk_parts(f, lo, hi)
     return _merged(_chunk_schema(f, p, p + 1) if isinstance(p, int) else RecordSchema(*p) for p in parts)
 
 
@@ -444,8 +447,7 @@ def _file_schema(f: Any, workers: int | None, progress: bool | None) -> RecordSc
     fast = fast_types.usable(f)  # compiled, on threads; else in Python, in processes for large files
     typed = parts_typed_alongside(f) if fast else None  # typed while its index was scanned
     if typed is not None:
-        one = _fast_chunk_schema  # (a record the compiled pass handed back: typed alone, in its place)
-        return _merged(RecordSchema(*p) if isinstance(p, tuple) else one(f, p, p + 1) for p in typed)
+        return _schema_of_parts(f, typed)
     fn = _fast_chunk_schema if fast else _chunk_schema
     parts = map_record_chunks(f, fn, workers, progress, "schema", PARALLEL_MIN_RECORDS, threads=fast)
     return _merged(parts)
