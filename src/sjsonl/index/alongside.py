@@ -44,8 +44,8 @@ from sjsonl.index.scan import (
     FILE_CHUNK_BYTES,
     NATIVE,
     _ChunkScanner,
-    _scan_parallel,
     offset_dtype,
+    scan_chunks,
 )
 from sjsonl.storage import LocalFile
 from sjsonl.storage.content import LEAF_BYTES
@@ -127,14 +127,14 @@ def scan_in_place(
     def chunk(bounds: tuple[int, int]) -> np.ndarray:
         lo, hi = bounds
         fill = lambda room: NATIVE.starts_in_map(buffer, lo, hi, room)  # noqa: E731
-        newlines, (suspects, digest) = scanner.filled(fill, lambda _: buffer.count_newlines(lo, hi), None)
+        newlines, (suspects, digest) = scanner.filled(fill, lambda: buffer.count_newlines(lo, hi), lo, hi)
         digests[lo // LEAF_BYTES] = digest
         starts = scanner.settled(newlines, suspects, lambda: np.frombuffer(buffer[lo:hi], np.uint8), lo, hi)
         observer(buffer, lo, hi, starts)
         return starts
 
     try:
-        return _scan_parallel(scanner.peek, None, size, workers, on_progress, FILE_CHUNK_BYTES, chunk=chunk)
+        return scan_chunks(chunk, size, workers, on_progress, FILE_CHUNK_BYTES)
     except (StaleDataError, OSError):
         # The map's version check refuses any change while the build has the file pinned — a writer
         # appending too, which the pread scan serves (it keeps the complete lines it saw); a file cut

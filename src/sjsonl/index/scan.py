@@ -38,7 +38,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, overload
+from typing import overload
 
 import numpy as np
 
@@ -183,7 +183,8 @@ class _ChunkScanner:
         hi = lo + n
         suspects = -1  # lines begun inside data with a byte that may make them blank; -1: not counted
         if NATIVE is not None:  # one pass, offsets written in place in their final width, the GIL released
-            starts, (suspects,) = self.filled(lambda room: NATIVE.starts(data, lo, room), NATIVE.count, data)
+            fill = lambda room: NATIVE.starts(data, lo, room)  # noqa: E731
+            starts, (suspects,) = self.filled(fill, lambda: NATIVE.count(data), lo, hi)
         else:
             mask = self._mask(n)
             np.equal(data, 0x0A, out=mask)
@@ -191,21 +192,25 @@ class _ChunkScanner:
             starts += lo + 1  # a line starts one past each newline
         return self.settled(starts, suspects, lambda: data, lo, hi)
 
-    def filled(self, fill: Callable[[np.ndarray], tuple], count: Callable[[Any], int], data: Any) -> tuple:
-        """``(newline offsets, the rest of what fill returned)``: ``fill(room)`` writes a chunk's offsets
-        into this thread's scratch (as large as the most a chunk has needed) and returns ``(written, …)``,
-        or raises ``ValueError`` when they do not fit — then ``count(data)`` makes room and it fills again."""
+    def filled(
+        self, fill: Callable[[np.ndarray], tuple], count: Callable[[], int], lo: int, hi: int
+    ) -> tuple:
+        """``(newline offsets, the rest of what fill returned)`` of chunk ``[lo, hi)``: ``fill(room)``
+        writes them into this thread's scratch (as large as the most a chunk has needed) and returns
+        ``(written, …)``, or raises ``ValueError`` when they do not fit — then ``count()`` makes room and
+        it fills again."""
         room = self._room()
         try:
             written, *rest = fill(room)
         except ValueError:  # more lines than that: count them, make room, fill again
-            room = self._room(count(data))
+            room = self._room(count())
             try:
                 written, *rest = fill(room)
             except ValueError:
                 written = -1
             if written != len(room):  # the bytes changed between the two passes
-                raise DataChangedWhileScanning("the data changed while it was scanned") from None
+                changed = f"the data at [{lo}, {hi}) changed while it was scanned"
+                raise DataChangedWhileScanning(changed) from None
         return room[:written].copy(), rest
 
     def settled(
@@ -216,7 +221,7 @@ class _ChunkScanner:
         it may be blank (-1: not counted); ``data()``: its bytes, asked for only to look at such lines."""
         if lo <= self.first < hi:  # the first line has no newline before it (a chunk may be < the BOM)
             starts = np.concatenate((np.array([self.first], dtype=starts.dtype), starts))
-            if bytes(data()[self.first - lo : self.first - lo + 1]) in _SUSPECTS:
+            if self.peek(self.first, self.first + 1) in _SUSPECTS:
                 suspects = -1  # (the count did not look at its first byte)
         if len(starts) and starts[-1] >= self.size:
             starts = starts[:-1]  # the file's final newline starts nothing
@@ -291,7 +296,8 @@ def scan_record_starts(
     thread, whatever the size. ``on_progress(n)`` is called with the bytes done after each chunk.
     """
     size = len(buf) if size is None else size
-    return _scan_parallel(_buffer_peek(buf), _buffer_load(buf), size, workers, on_progress, chunk_bytes)
+    scanner = _ChunkScanner(_buffer_peek(buf), size, offset_dtype(size), chunk_bytes, _buffer_load(buf))
+    return scan_chunks(scanner, size, workers, on_progress, chunk_bytes)
 
 
 def scan_file(
@@ -323,7 +329,8 @@ def scan_file(
     """
     leaves = digests is not None and start % LEAF_BYTES == 0 and chunk_bytes == LEAF_BYTES
     chunks = _FileChunks(fd, size, chunk_bytes, digests if leaves else None)
-    found = _scan_parallel(chunks.peek, chunks, size, workers, on_progress, chunk_bytes, start)
+    scanner = _ChunkScanner(chunks.peek, size, offset_dtype(size), chunk_bytes, chunks)
+    found = scan_chunks(scanner, size, workers, on_progress, chunk_bytes, start)
     if digests is not None and not leaves:
         read = lambda lo, hi: os.pread(fd, hi - lo, lo)  # noqa: E731
         first = start // LEAF_BYTES
@@ -331,22 +338,18 @@ def scan_file(
     return found
 
 
-def _scan_parallel(
-    peek: Callable[[int, int], bytes],
-    load: Callable[[int, int], np.ndarray] | None,
+def scan_chunks(
+    scanner: Callable[[tuple[int, int]], np.ndarray],
     size: int,
     workers: int | None,
     on_progress: Callable[[int], None] | None,
     chunk_bytes: int,
     start: int = 0,
-    chunk: Callable[[tuple[int, int]], np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Record starts in ``[start, size)``, chunk by chunk on threads: ``chunk((lo, hi))`` if given, else a
-    :class:`_ChunkScanner` of ``load``'s bytes."""
+    """Record starts in ``[start, size)``, ``scanner((lo, hi))`` of each chunk on threads, in order."""
     dtype = offset_dtype(size)
     if size <= start:
         return np.empty(0, dtype=dtype)
-    scanner = chunk or _ChunkScanner(peek, size, dtype, chunk_bytes, load)
     if size - start <= chunk_bytes:  # one chunk (a small file): no pool, no growing buffer
         found_one = scanner((start, size))
         if on_progress is not None:
