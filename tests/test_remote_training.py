@@ -258,7 +258,7 @@ def test_a_workers_batches_are_read_ahead_in_the_samplers_order(remote, monkeypa
     sampler = DistributedSampler(ds, num_replicas=1, rank=0, seed=5)
     got, ahead_gets = epoch(loader(ds, sampler, num_workers=2))
     assert got == list(sampler)
-    del ds._batches_ahead  # (as before: each batch reads its own ranges)
+    ds.batches_ahead = None  # (as before: each batch reads its own ranges)
     got, plain_gets = epoch(loader(ds, sampler, num_workers=2))
     assert got == list(sampler) and ahead_gets < plain_gets
     ds = JSONLDataset(url, storage_options=remote.options)

@@ -58,10 +58,10 @@ from sjsonl.sampling.permutation import Permutation  # noqa: E402
 __all__ = ["DistributedSampler", "IterableDataset", "collate_records", "iterable_state", "sampler_state"]
 
 
-def _worker_slot() -> tuple[int, int]:
-    """(this DataLoader worker, workers); (0, 1) outside a worker."""
+def _worker_layout() -> tuple[int, int]:
+    """(DataLoader workers, this worker); (1, 0) outside a worker."""
     info = torch.utils.data.get_worker_info()
-    return (0, 1) if info is None else (int(info.id), int(info.num_workers))
+    return (1, 0) if info is None else (int(info.num_workers), int(info.id))
 
 
 def _epoch_perm(n: int, shuffle: bool, seed: int, epoch: int) -> Permutation | None:
@@ -127,15 +127,14 @@ class DistributedSampler(_TorchDistributedSampler):
         super().__init__(dataset, num_replicas, rank, shuffle, seed, drop_last)
         self._n = len(dataset)
         if isinstance(dataset, JSONLDataset) and os.environ.get("SJSONL_BATCHES_AHEAD", "1") != "0":
-            dataset._batches_ahead = BatchesAhead(self._pass_blocks, _worker_slot)  # (data.batches_ahead)
+            dataset.batches_ahead = BatchesAhead(self._pass_blocks, _worker_layout)
 
     def _pass_blocks(self) -> Iterator[np.ndarray]:
         """The next pass's indices in blocks, as :meth:`__iter__` will hand them out (the sampler unchanged:
         a DataLoader worker's copy predicts the batches it will be dealt)."""
         positions = self._pass_positions()
-        epoch, start = self._cursor.pending or (self._cursor.epoch, 0)
-        perm = _epoch_perm(self._n, self.shuffle, self.seed, epoch)
-        return _index_blocks(positions, min(start, len(positions)), perm)
+        epoch, start = self._cursor.next_pass(len(positions))
+        return _index_blocks(positions, start, _epoch_perm(self._n, self.shuffle, self.seed, epoch))
 
     @property
     def epoch(self) -> int:
@@ -369,14 +368,9 @@ class IterableDataset(torch.utils.data.IterableDataset):
             )
         return replicas, rank
 
-    @staticmethod
-    def _worker() -> tuple[int, int]:
-        info = torch.utils.data.get_worker_info()
-        return (1, 0) if info is None else (info.num_workers, info.id)
-
     def _positions(self, done: tuple[int, tuple[int, ...]] = (0, ())) -> Any:
         replicas, rank = self._world()
-        workers, worker = self._worker()
+        workers, worker = _worker_layout()
         return shard_order(remaining(self._n, *done), replicas, rank, self.drop_last, workers, worker)
 
     @property
@@ -412,7 +406,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         """A resume loaded in one worker layout (a start inside that share — e.g. loaded in the main
         process, without workers) that runs in another (in a DataLoader worker) continues as the rest
         of the epoch: what the saved start leaves, split anew."""
-        cursor, here = self._cursor, self._worker()
+        cursor, here = self._cursor, _worker_layout()
         pending = cursor.pending
         if pending is None or self._resume_layout in (None, here) or pending[1] == 0:
             return
@@ -440,7 +434,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         """This worker's (or process's) pass: ``{"epoch", "yielded", "consumed"}``, the dataset and the
         layout."""
         replicas, rank = self._world()
-        workers, worker = self._worker()
+        workers, worker = _worker_layout()
         layout = {"num_replicas": replicas, "rank": rank, "num_workers": workers, "worker": worker}
         state = self._cursor.state_dict(
             n=self._n, **layout, shuffle=self.shuffle, seed=self.seed, drop_last=bool(self.drop_last)
@@ -456,7 +450,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         another layout, raises :class:`~sjsonl.InvalidArgumentError` (a ``ValueError``) saying why."""
         dataset = {"n": self._n, "shuffle": self.shuffle, "seed": self.seed}
         replicas, _ = self._world()
-        workers = self._worker()
+        workers = _worker_layout()
         resume = carry_over(state_dict, dataset, replicas, bool(self.drop_last), self._cursor.epoch, workers)
         self._cursor.resume_at(*resume)
         self._resume_layout = workers  # the worker layout the resume's start counts in

@@ -117,6 +117,9 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         ({'q': 'b'}, [{'q': 'b'}, {'q': 'a'}], b'{"q": "a"}')
     """
 
+    #: What predicts the batches a DataLoader will ask for (:mod:`sjsonl.data.batches_ahead`), or None.
+    batches_ahead: Any = None  # (set by sjsonl.torch.DistributedSampler for the dataset it samples)
+
     def __init__(
         self,
         path: PathLike | Sequence[PathLike],
@@ -342,11 +345,10 @@ class JSONLDataset(_Lookup, Views, HFSurface, Packable):
         return single.hot_state() if hot is None else hot
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
-        """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch (over one
-        remote object read by ranges without the chunk cache, from the batches read ahead:
-        :mod:`sjsonl.data.batches_ahead`)."""
-        ahead, f = self.__dict__.get("_batches_ahead"), self._windowed()
-        if ahead is not None and f is not None and fetches_ahead(f):
+        """A batch of records in one vectorised lookup; PyTorch's DataLoader calls this per batch (a remote
+        object read by ranges without the cache: from the batches read ahead, :attr:`batches_ahead`)."""
+        ahead = self.batches_ahead  # (most datasets have none: nothing more is looked at)
+        if ahead is not None and (f := self._windowed()) is not None and fetches_ahead(f):
             got = ahead(self, indices)
             if got is not None:
                 return got  # type: ignore[no-any-return]

@@ -214,17 +214,22 @@ class Cursor:
         ``hold=True`` keeps a pending resume (of a pass not saved complete) for another ``begin`` until
         :meth:`release`: a loader that makes an iterator, drops it unstarted and makes another (torch's
         multi-worker DataLoader does) must get the resume in the one it uses."""
-        start, (self.consumed, self.skipped) = 0, self.next_done
+        self.consumed, self.skipped = self.next_done
         pending = self._resume
+        self.epoch, self.yielded = self.next_pass(length)
         if pending is not None:
-            self.epoch, start = pending
             # an empty remainder (a pass saved complete) is not held: torchdata drops the iterator it made
             # for one when its loader was saved finished, and the pass after it must be a fresh one
-            hold = hold and start < length
+            hold = hold and pending[1] < length
             self._resume = pending if hold else None
         self._held = pending if hold else None
-        self.pass_epoch, self.yielded = self.epoch, min(start, length)
+        self.pass_epoch = self.epoch
         return self.yielded
+
+    def next_pass(self, length: int) -> tuple[int, int]:
+        """``(epoch, start)`` of the pass over ``length`` items that :meth:`begin` would start."""
+        epoch, start = self._resume if self._resume is not None else (self.epoch, 0)
+        return epoch, min(start, length)
 
     def release(self) -> None:
         """The pass begun with ``hold=True`` has started: the resume it held is used up."""
