@@ -89,7 +89,7 @@ class ChunkStore:
     """One object version's cached chunks (see the module). Made by :meth:`open`; one per process."""
 
     def __init__(
-        self, data_fd: int, table_fd: int, size: int, chunk_bytes: int, name: str, directory: str = ""
+        self, data_fd: int, table_fd: int, size: int, chunk_bytes: int, name: str, directory: str
     ) -> None:
         self.size, self.chunk_bytes, self.name, self.directory = size, chunk_bytes, name, directory
         self._data, self._table = data_fd, table_fd
