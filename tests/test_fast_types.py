@@ -362,10 +362,8 @@ def test_workers_1_types_in_the_callers_thread(tmp_path: Path, monkeypatch: pyte
     assert load_dataset("json", data_files=str(path), split="train", workers=1).column_names == ["i"]
     assert names == {threading.current_thread().name}
     threads = worker_count() > 1  # (on a machine of one core, the default starts none either)
-    for k, opened in enumerate([
-        lambda d: load_dataset("json", data_files=str(path), split="train", num_proc=1, index_dir=d),
-        lambda d: JSONLDataset(path, index_dir=d),
-    ]):  # fmt: skip
+    one_proc = lambda d: load_dataset("json", data_files=str(path), split="train", num_proc=1, index_dir=d)  # noqa: E731
+    for k, opened in enumerate([one_proc, lambda d: JSONLDataset(path, index_dir=d)]):
         names.clear()
         assert opened(str(tmp_path / f"other{k}")).column_names == ["i"]
         assert names and all(n.startswith("sjsonl-chunks") == threads for n in names)
